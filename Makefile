@@ -1,0 +1,152 @@
+# voxray Makefile: host C11 in src/, CUDA in kernels/ (built when nvcc is found),
+# the viewer in src/view/ (built when GLFW and the glad2 generator are found).
+# Targets: all demo test test-gpu bench deps-bundle clean. V=1 prints full commands.
+
+CC       ?= gcc
+BUILD    ?= build
+CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+PYTHON   ?= python3
+
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+
+# ---- where dependencies come from -------------------------------------------------------
+# DEPS=.deps uses headers and libraries gathered by `make deps-bundle` (device machine).
+DEPS     ?=
+DEPS_CFLAGS  :=
+DEPS_LDFLAGS :=
+ifneq ($(DEPS),)
+DEPS_CFLAGS  := -I$(abspath $(DEPS))/include
+DEPS_LDFLAGS := -L$(abspath $(DEPS))/lib -Wl,-rpath,$(abspath $(DEPS))/lib
+endif
+
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp -MMD -MP -Isrc -Ikernels $(DEPS_CFLAGS)
+OPT      ?= -O2 -g
+LDLIBS   := $(DEPS_LDFLAGS) -lcjson -lzip -lz -lm -fopenmp
+
+ifeq ($(SAN),1)
+BUILD    := build-san
+OPT      := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+LDLIBS   += -fsanitize=address,undefined
+endif
+
+# ---- CUDA -------------------------------------------------------------------------------
+NVCC ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/cuda/bin/nvcc))
+ifeq ($(NO_CUDA),1)
+NVCC :=
+endif
+CU_SRC := $(wildcard kernels/*.cu)
+ifneq ($(NVCC),)
+CUDA_HOME   := $(patsubst %/bin/nvcc,%,$(NVCC))
+CU_OBJ      := $(patsubst %.cu,$(BUILD)/%.o,$(CU_SRC))
+CFLAGS_BASE += -DVX_HAVE_CUDA=1 -I$(CUDA_HOME)/include
+LDLIBS      += -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart_static -lstdc++ -ldl -lrt -lpthread
+NVCCFLAGS   := -O3 -std=c++17 -lineinfo $(CUDA_ARCH) -Isrc -Ikernels -Xcompiler -Wall -MMD -MP
+ifeq ($(SAN),1)
+NVCCFLAGS   += -Xcompiler -fno-omit-frame-pointer
+endif
+else
+CU_OBJ :=
+endif
+
+# ---- viewer -----------------------------------------------------------------------------
+GLAD_DIR := $(BUILD)/glad
+HAVE_GLFW := $(shell pkg-config --exists glfw3 2>/dev/null && echo 1)
+ifeq ($(NO_VIEWER),1)
+HAVE_GLFW :=
+endif
+VIEW_SRC := $(wildcard src/view/*.c)
+ifeq ($(HAVE_GLFW),1)
+VIEW_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(VIEW_SRC)) $(GLAD_DIR)/src/gl.o
+CFLAGS_BASE += -DVX_HAVE_VIEWER=1
+VIEW_LIBS := $(shell pkg-config --libs glfw3) -lGL -ldl
+else
+VIEW_OBJ :=
+VIEW_LIBS :=
+endif
+
+CFLAGS := $(CFLAGS_BASE) $(OPT)
+
+# ---- sources ----------------------------------------------------------------------------
+LIB_SRC  := $(filter-out src/main.c,$(wildcard src/*.c src/formats/*.c))
+LIB_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRC)) $(CU_OBJ)
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+GPU_TEST_SRC := $(wildcard tests/gpu/test_*.c)
+GPU_TEST_BIN := $(patsubst tests/gpu/%.c,$(BUILD)/tests/gpu/%,$(GPU_TEST_SRC))
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+.PHONY: all demo test test-gpu bench deps deps-bundle clean scenes install-deps
+all: $(BUILD)/voxray
+
+$(BUILD)/voxray: $(BUILD)/src/main.o $(LIB_OBJ) $(VIEW_OBJ)
+	@echo "  LINK    $@"
+	$(Q)$(CC) -o $@ $^ $(LDLIBS) $(VIEW_LIBS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/kernels/%.o: kernels/%.cu
+	@mkdir -p $(dir $@)
+	@echo "  NVCC    $<"
+	$(Q)$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(BUILD)/src/view/%.o: src/view/%.c $(GLAD_DIR)/include/glad/gl.h
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS) -I$(GLAD_DIR)/include -c $< -o $@
+
+# glad2 (PyPI, pinned in third_party/README.md) generates the GL 3.3 core loader.
+GLAD_VERSION := 2.0.8
+$(GLAD_DIR)/include/glad/gl.h:
+	@echo "  GLAD    $(GLAD_DIR)"
+	$(Q)$(PYTHON) -c "import glad" 2>/dev/null || $(PYTHON) -m pip install -q "glad2==$(GLAD_VERSION)"
+	$(Q)$(PYTHON) -m glad --api gl:core=3.3 --out-path $(GLAD_DIR) --reproducible c >/dev/null
+$(GLAD_DIR)/src/gl.c: $(GLAD_DIR)/include/glad/gl.h
+$(GLAD_DIR)/src/gl.o: $(GLAD_DIR)/src/gl.c
+	$(Q)$(CC) -O2 -I$(GLAD_DIR)/include -c $< -o $@
+
+$(BUILD)/tests/%: tests/%.c $(LIB_OBJ) $(VIEW_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  TEST    $@"
+	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) $(VIEW_OBJ) $(LDLIBS) $(VIEW_LIBS) -lcmocka
+
+# ---- what people run --------------------------------------------------------------------
+install-deps:
+	@sh tools/install-deps.sh
+
+test: install-deps
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/voxray $(TEST_BIN)
+	$(Q)VOXRAY=$(BUILD)/voxray BUILD=$(BUILD) sh tests/run_tests.sh $(TEST_BIN)
+
+test-gpu: $(BUILD)/voxray $(GPU_TEST_BIN)
+	$(Q)VOXRAY=$(BUILD)/voxray BUILD=$(BUILD) sh tests/gpu/run_gpu_tests.sh $(GPU_TEST_BIN)
+
+SCENES := orbs shell sh-glass cloud phantom
+demo: install-deps
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/voxray
+	$(Q)mkdir -p out
+	$(Q)for s in $(SCENES); do \
+	  $(BUILD)/voxray make-scene $$s -o scenes/$$s --res 128 && \
+	  $(BUILD)/voxray render scenes/$$s -o out/$$s.png --size 512x512 || exit 1; done
+	@echo "demo: renders are in out/"
+
+bench: $(BUILD)/voxray
+	$(BUILD)/voxray bench kernels
+
+# Headers and libraries the device machine lacks, gathered here (Debian) into .deps/.
+deps-bundle:
+	@sh tools/deps-bundle.sh .deps
+
+clean:
+	rm -rf build build-san
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,35 @@
+/* backend.h - chooses where frames are rendered (cpu, cuda, or auto) and says why on
+ * stderr when auto falls back to the CPU. The CLI, bench and the viewer render through
+ * vx_renderer, never through a backend directly. */
+#ifndef VX_BACKEND_H
+#define VX_BACKEND_H
+
+#include "render.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { VX_BACKEND_AUTO = 0, VX_BACKEND_CPU, VX_BACKEND_CUDA } vx_backend_kind;
+
+typedef struct vx_renderer vx_renderer;
+
+/* Parse "auto" | "cpu" | "cuda". */
+int vx_backend_parse(const char *s, vx_backend_kind *k);
+
+/* Prepare the scene for rendering on the chosen backend (uploads the grid for CUDA). */
+int vx_renderer_create(vx_renderer **r, const vx_scene *s, const vx_render_opts *o,
+                       vx_backend_kind kind);
+/* Render one frame into f (allocated by the caller at the camera's size). */
+int vx_renderer_render(vx_renderer *r, const vx_camera *c, vx_frame *f);
+/* Change options that need no re-upload (step, stop, background). */
+int vx_renderer_set_opts(vx_renderer *r, const vx_render_opts *o);
+const char *vx_renderer_backend_name(const vx_renderer *r);
+const vx_volume *vx_renderer_volume(const vx_renderer *r);
+void vx_renderer_destroy(vx_renderer *r);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,13 @@
+/* commands.h - one entry point per `voxray COMMAND`; main.c dispatches here.
+ * Each returns the process exit code: 0 ok, 1 bad input or failure, 2 usage error. */
+#ifndef VX_COMMANDS_H
+#define VX_COMMANDS_H
+
+int vx_cmd_render(int argc, char **argv);     /* render.c   (argv[0] = "render") */
+int vx_cmd_info(int argc, char **argv);       /* info.c */
+int vx_cmd_make_scene(int argc, char **argv); /* make_scene.c */
+int vx_cmd_convert(int argc, char **argv);    /* convert.c */
+int vx_cmd_bench(int argc, char **argv);      /* bench.c */
+int vx_cmd_view(int argc, char **argv);       /* view/view.c, or a clear error when built without */
+
+#endif

@@ -1,0 +1,133 @@
+/* decode.h - the three decoders (rgba, sh, scalar + transfer function) that turn
+ * trilinearly interpolated raw channels into density and colour. Shared by the CPU
+ * renderer and the CUDA kernels (VX_HD); docs/RENDERING.md gives the maths. */
+#ifndef VX_DECODE_H
+#define VX_DECODE_H
+
+#include "vx_math.h"
+
+#define VX_MAX_CHANNELS 64
+#define VX_TF_MAX 32
+
+typedef enum { VX_DEC_RGBA = 0, VX_DEC_SH = 1, VX_DEC_SCALAR = 2 } vx_decoder_type;
+typedef enum { VX_DACT_RELU = 0, VX_DACT_SOFTPLUS, VX_DACT_EXP, VX_DACT_NONE } vx_density_act;
+typedef enum { VX_CACT_CLAMP = 0, VX_CACT_SIGMOID, VX_CACT_PLENOXELS } vx_color_act;
+
+typedef struct {
+    int type;            /* vx_decoder_type */
+    int density_act;     /* vx_density_act (rgba, sh) */
+    int color_act;       /* vx_color_act */
+    float density_scale; /* multiplies sigma for every decoder */
+    int sh_degree;       /* 0..3 for the sh decoder */
+    float window_lo, window_hi; /* scalar: value window mapped to [0,1] */
+    int tf_n;            /* scalar: number of control points (>= 2) */
+    float tf[VX_TF_MAX][5]; /* scalar: [v, r, g, b, sigma], v ascending in [0,1] */
+} vx_decoder;
+
+/* Channels a decoder needs. */
+VX_HD int vx_decoder_channels(const vx_decoder *d) {
+    if (d->type == VX_DEC_RGBA) return 4;
+    if (d->type == VX_DEC_SH) return 1 + 3 * (d->sh_degree + 1) * (d->sh_degree + 1);
+    return 1;
+}
+
+VX_HD float vx_density_activate(int act, float s) {
+    switch (act) {
+    case VX_DACT_SOFTPLUS: return s > 20.0f ? s : log1pf(expf(s));
+    case VX_DACT_EXP: return expf(vx_minf(s, 80.0f));
+    default: return vx_maxf(s, 0.0f); /* relu; 'none' also composites negatives as 0 */
+    }
+}
+
+VX_HD float vx_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+/* Real spherical-harmonic basis, svox2/Plenoxels order and signs, for unit dir d. */
+VX_HD int vx_sh_basis(int degree, vx_vec3 d, float *b) {
+    const float C0 = 0.28209479177387814f, C1 = 0.4886025119029199f;
+    float x = d.x, y = d.y, z = d.z;
+    b[0] = C0;
+    if (degree < 1) return 1;
+    b[1] = -C1 * y; b[2] = C1 * z; b[3] = -C1 * x;
+    if (degree < 2) return 4;
+    float xx = x * x, yy = y * y, zz = z * z, xy = x * y, yz = y * z, xz = x * z;
+    b[4] = 1.0925484305920792f * xy;
+    b[5] = -1.0925484305920792f * yz;
+    b[6] = 0.31539156525252005f * (2.0f * zz - xx - yy);
+    b[7] = -1.0925484305920792f * xz;
+    b[8] = 0.5462742152960396f * (xx - yy);
+    if (degree < 3) return 9;
+    b[9] = -0.5900435899266435f * y * (3.0f * xx - yy);
+    b[10] = 2.890611442640554f * xy * z;
+    b[11] = -0.4570457994644658f * y * (4.0f * zz - xx - yy);
+    b[12] = 0.3731763325901154f * z * (2.0f * zz - 3.0f * xx - 3.0f * yy);
+    b[13] = -0.4570457994644658f * x * (4.0f * zz - xx - yy);
+    b[14] = 1.445305721320277f * z * (xx - yy);
+    b[15] = -0.5900435899266435f * x * (xx - 3.0f * yy);
+    return 16;
+}
+
+/* Windowed value in [0,1] for the scalar decoder. */
+VX_HD float vx_window(const vx_decoder *d, float v) {
+    float w = d->window_hi - d->window_lo;
+    return vx_clampf(w > 0 ? (v - d->window_lo) / w : (v >= d->window_hi ? 1.0f : 0.0f), 0.0f, 1.0f);
+}
+
+/* Piecewise-linear transfer function at t in [0,1]: out = [r, g, b, sigma]. */
+VX_HD void vx_tf_eval(const vx_decoder *d, float t, float *out) {
+    int n = d->tf_n, k;
+    if (t <= d->tf[0][0]) { for (k = 0; k < 4; k++) out[k] = d->tf[0][1 + k]; return; }
+    if (t >= d->tf[n - 1][0]) { for (k = 0; k < 4; k++) out[k] = d->tf[n - 1][1 + k]; return; }
+    int i = 0;
+    while (i + 2 < n && t >= d->tf[i + 1][0]) i++;
+    float v0 = d->tf[i][0], v1 = d->tf[i + 1][0];
+    float f = v1 > v0 ? (t - v0) / (v1 - v0) : 1.0f;
+    for (k = 0; k < 4; k++) out[k] = d->tf[i][1 + k] + f * (d->tf[i + 1][1 + k] - d->tf[i][1 + k]);
+}
+
+/* Decode interpolated raw channels at view direction dir (unit, world space).
+ * Returns sigma >= 0 (already scaled) and writes rgb in [0,1]. */
+VX_HD float vx_decode(const vx_decoder *d, const float *raw, vx_vec3 dir, float *rgb) {
+    float sigma;
+    if (d->type == VX_DEC_SCALAR) {
+        float o[4];
+        vx_tf_eval(d, vx_window(d, raw[0]), o);
+        rgb[0] = o[0]; rgb[1] = o[1]; rgb[2] = o[2];
+        sigma = vx_maxf(o[3], 0.0f);
+    } else if (d->type == VX_DEC_SH) {
+        float b[16];
+        int nb = vx_sh_basis(d->sh_degree, dir, b);
+        for (int c = 0; c < 3; c++) {
+            const float *k = raw + 1 + c * nb;
+            float s = 0.0f;
+            for (int i = 0; i < nb; i++) s += k[i] * b[i];
+            rgb[c] = d->color_act == VX_CACT_SIGMOID ? vx_sigmoidf(s) : vx_maxf(s + 0.5f, 0.0f);
+        }
+        sigma = vx_density_activate(d->density_act, raw[0]);
+    } else {
+        for (int c = 0; c < 3; c++)
+            rgb[c] = d->color_act == VX_CACT_SIGMOID ? vx_sigmoidf(raw[1 + c])
+                                                     : vx_clampf(raw[1 + c], 0.0f, 1.0f);
+        sigma = vx_density_activate(d->density_act, raw[0]);
+    }
+    return sigma * d->density_scale;
+}
+
+/* Largest decoded sigma for any raw channel-0 value in [vmin, vmax]; used to mark
+ * occupancy cells empty (0 means every sample there has zero density). Exact for
+ * relu/none and the piecewise-linear transfer function; conservative otherwise. */
+VX_HD float vx_decoder_max_sigma(const vx_decoder *d, float vmin, float vmax) {
+    if (d->density_scale <= 0.0f) return 0.0f;
+    if (d->type == VX_DEC_SCALAR) {
+        float a = vx_window(d, vmin), b = vx_window(d, vmax), o[4], m;
+        vx_tf_eval(d, a, o); m = o[3];
+        vx_tf_eval(d, b, o); m = vx_maxf(m, o[3]);
+        for (int i = 0; i < d->tf_n; i++)
+            if (d->tf[i][0] > a && d->tf[i][0] < b) m = vx_maxf(m, d->tf[i][4]);
+        return vx_maxf(m, 0.0f) * d->density_scale;
+    }
+    if (d->density_act == VX_DACT_RELU || d->density_act == VX_DACT_NONE)
+        return vx_maxf(vmax, 0.0f) * d->density_scale;
+    return 1.0f; /* softplus / exp are never zero */
+}
+
+#endif

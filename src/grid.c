@@ -1,0 +1,157 @@
+/* grid.c - allocation, placement and statistics of vx_grid (see grid.h). Loaders call
+ * vx_grid_alloc with sizes they have already checked against the file; the renderers
+ * ask for the index box, the world<->index affines and value ranges. */
+#include "grid.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vx_common.h"
+
+int vx_grid_alloc(vx_grid *g, int nx, int ny, int nz, int nc, const char *source) {
+    memset(g, 0, sizeof *g);
+    snprintf(g->source, sizeof g->source, "%s", source ? source : "grid");
+    if (nx < 1 || ny < 1 || nz < 1 || nx > 65536 || ny > 65536 || nz > 65536)
+        return vx_error("%s: grid size %dx%dx%d is outside 1..65536 per axis", g->source, nx, ny, nz);
+    if (nc < 1 || nc > 64)
+        return vx_error("%s: %d channels; voxray supports 1..64", g->source, nc);
+    size_t count, bytes;
+    if (vx_mul_size4((size_t)nx, (size_t)ny, (size_t)nz, (size_t)nc, &count) ||
+        vx_mul_size(count, sizeof(float), &bytes) || bytes > VX_MAX_GRID_BYTES)
+        return vx_error("%s: grid %dx%dx%d with %d channels needs more than the %zu GiB allowed",
+                        g->source, nx, ny, nz, nc, VX_MAX_GRID_BYTES >> 30);
+    g->data = vx_malloc(bytes, g->source);
+    if (!g->data) return -1;
+    g->nx = nx; g->ny = ny; g->nz = nz; g->nc = nc;
+    g->src_dtype = VX_DT_F32;
+    g->align_corners = 1;
+    g->i2w[0] = g->i2w[5] = g->i2w[10] = 1.0;
+    return 0;
+}
+
+void vx_grid_free(vx_grid *g) {
+    free(g->data);
+    g->data = NULL;
+}
+
+size_t vx_grid_count(const vx_grid *g) {
+    return (size_t)g->nx * g->ny * g->nz * g->nc;
+}
+
+void vx_grid_set_bbox(vx_grid *g, const double lo[3], const double hi[3], int align_corners) {
+    int n[3] = {g->nx, g->ny, g->nz};
+    memset(g->i2w, 0, sizeof g->i2w);
+    for (int a = 0; a < 3; a++) {
+        double ext = hi[a] - lo[a], s, t;
+        if (align_corners) {
+            s = n[a] > 1 ? ext / (n[a] - 1) : ext;
+            t = n[a] > 1 ? lo[a] : 0.5 * (lo[a] + hi[a]);
+        } else {
+            s = ext / n[a];
+            t = lo[a] + 0.5 * s;
+        }
+        g->i2w[a * 4 + a] = s;
+        g->i2w[a * 4 + 3] = t;
+    }
+    g->align_corners = align_corners;
+}
+
+void vx_grid_index_box(const vx_grid *g, float lo[3], float hi[3]) {
+    int n[3] = {g->nx, g->ny, g->nz};
+    for (int a = 0; a < 3; a++) {
+        if (g->align_corners && n[a] > 1) { lo[a] = 0.0f; hi[a] = (float)(n[a] - 1); }
+        else { lo[a] = -0.5f; hi[a] = (float)n[a] - 0.5f; }
+    }
+}
+
+void vx_grid_world_bounds(const vx_grid *g, double lo[3], double hi[3]) {
+    float blo[3], bhi[3];
+    vx_grid_index_box(g, blo, bhi);
+    for (int a = 0; a < 3; a++) { lo[a] = DBL_MAX; hi[a] = -DBL_MAX; }
+    for (int c = 0; c < 8; c++) {
+        double p[3] = {c & 1 ? bhi[0] : blo[0], c & 2 ? bhi[1] : blo[1], c & 4 ? bhi[2] : blo[2]};
+        for (int a = 0; a < 3; a++) {
+            const double *m = g->i2w + 4 * a;
+            double w = m[0] * p[0] + m[1] * p[1] + m[2] * p[2] + m[3];
+            if (w < lo[a]) lo[a] = w;
+            if (w > hi[a]) hi[a] = w;
+        }
+    }
+}
+
+int vx_grid_world_to_index(const vx_grid *g, float w2i[12]) {
+    const double *m = g->i2w;
+    double a = m[0], b = m[1], c = m[2], d = m[4], e = m[5], f = m[6], gg = m[8], h = m[9], k = m[10];
+    double det = a * (e * k - f * h) - b * (d * k - f * gg) + c * (d * h - e * gg);
+    for (int i = 0; i < 12; i++)
+        if (!isfinite(m[i])) return vx_error("%s: placement (index-to-world) has a non-finite entry", g->source);
+    double scale = fabs(a) + fabs(b) + fabs(c) + fabs(d) + fabs(e) + fabs(f) + fabs(gg) + fabs(h) + fabs(k);
+    if (!(fabs(det) > 1e-12 * scale * scale * scale) || scale == 0)
+        return vx_error("%s: placement (index-to-world) is singular", g->source);
+    double inv[9] = {
+        (e * k - f * h) / det, (c * h - b * k) / det, (b * f - c * e) / det,
+        (f * gg - d * k) / det, (a * k - c * gg) / det, (c * d - a * f) / det,
+        (d * h - e * gg) / det, (b * gg - a * h) / det, (a * e - b * d) / det};
+    for (int r = 0; r < 3; r++) {
+        double t = -(inv[r * 3] * m[3] + inv[r * 3 + 1] * m[7] + inv[r * 3 + 2] * m[11]);
+        for (int col = 0; col < 3; col++) w2i[r * 4 + col] = (float)inv[r * 3 + col];
+        w2i[r * 4 + 3] = (float)t;
+    }
+    return 0;
+}
+
+void vx_grid_spacing(const vx_grid *g, double sp[3]) {
+    for (int a = 0; a < 3; a++)
+        sp[a] = sqrt(g->i2w[a] * g->i2w[a] + g->i2w[4 + a] * g->i2w[4 + a] + g->i2w[8 + a] * g->i2w[8 + a]);
+}
+
+void vx_grid_range(const vx_grid *g, int channel, float *mn, float *mx) {
+    float lo = INFINITY, hi = -INFINITY;
+    size_t n = (size_t)g->nx * g->ny * g->nz;
+    for (size_t i = 0; i < n; i++) {
+        float v = g->data[i * g->nc + channel];
+        if (!isfinite(v)) continue;
+        if (v < lo) lo = v;
+        if (v > hi) hi = v;
+    }
+    if (lo > hi) lo = hi = 0.0f;
+    *mn = lo;
+    *mx = hi;
+}
+
+float vx_grid_quantile(const vx_grid *g, double q) {
+    enum { NB = 4096 };
+    float lo, hi;
+    vx_grid_range(g, 0, &lo, &hi);
+    if (!(hi > lo)) return lo;
+    static _Thread_local size_t hist[NB];
+    memset(hist, 0, sizeof hist);
+    size_t n = (size_t)g->nx * g->ny * g->nz, total = 0;
+    double scale = NB / ((double)hi - lo);
+    for (size_t i = 0; i < n; i++) {
+        float v = g->data[i * g->nc];
+        if (!isfinite(v)) continue;
+        int b = (int)((v - lo) * scale);
+        hist[b < 0 ? 0 : (b >= NB ? NB - 1 : b)]++;
+        total++;
+    }
+    size_t want = (size_t)(q * (double)total), acc = 0;
+    for (int b = 0; b < NB; b++) {
+        acc += hist[b];
+        if (acc > want) return (float)(lo + (b + 0.5) / scale);
+    }
+    return hi;
+}
+
+const char *vx_dtype_name(vx_dtype t) {
+    static const char *names[] = {"float32", "float16", "float64", "uint8", "int8",
+                                  "uint16", "int16", "uint32", "int32"};
+    return (unsigned)t < sizeof names / sizeof *names ? names[t] : "?";
+}
+
+size_t vx_dtype_size(vx_dtype t) {
+    static const size_t sizes[] = {4, 2, 8, 1, 1, 2, 2, 4, 4};
+    return (unsigned)t < sizeof sizes / sizeof *sizes ? sizes[t] : 0;
+}

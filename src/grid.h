@@ -1,0 +1,62 @@
+/* grid.h - the voxel grid: a (Z, Y, X, C) float32 lattice in memory, the dtype it came
+ * from, and where it sits in the world (index-to-world affine + sample centring).
+ * Loaders fill it (npy.c, formats/); the renderers read it. */
+#ifndef VX_GRID_H
+#define VX_GRID_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    VX_DT_F32 = 0, VX_DT_F16, VX_DT_F64, VX_DT_U8, VX_DT_I8, VX_DT_U16, VX_DT_I16,
+    VX_DT_U32, VX_DT_I32
+} vx_dtype;
+
+typedef struct {
+    int nx, ny, nz, nc;   /* lattice size (x fastest) and channels */
+    float *data;          /* nz*ny*nx*nc floats, channel innermost */
+    vx_dtype src_dtype;   /* element type in the file it was read from */
+    double i2w[12];       /* row-major 3x4: world = M * (x, y, z) + t, x/y/z lattice indices */
+    int align_corners;    /* 1: box = lattice hull; 0: box reaches half a cell past it */
+    char source[1024];    /* file it came from, for messages */
+} vx_grid;
+
+/* Allocate nz*ny*nx*nc floats after checking every size (1..65536 per axis, channels
+ * 1..64, total under VX_MAX_GRID_BYTES). Sets identity placement. */
+int vx_grid_alloc(vx_grid *g, int nx, int ny, int nz, int nc, const char *source);
+void vx_grid_free(vx_grid *g);
+size_t vx_grid_count(const vx_grid *g); /* nx*ny*nz*nc */
+
+/* Place the grid in the axis-aligned box [lo, hi] (align_corners as in grid_sample). */
+void vx_grid_set_bbox(vx_grid *g, const double lo[3], const double hi[3], int align_corners);
+
+/* Index-space box the renderer clips to: [0, n-1] or [-0.5, n-0.5] per axis. */
+void vx_grid_index_box(const vx_grid *g, float lo[3], float hi[3]);
+
+/* World-space axis-aligned bounds of the box (all 8 corners through the affine). */
+void vx_grid_world_bounds(const vx_grid *g, double lo[3], double hi[3]);
+
+/* World -> index affine (row-major 3x4). Fails on a singular or non-finite placement. */
+int vx_grid_world_to_index(const vx_grid *g, float w2i[12]);
+
+/* Length of each index axis in world units (column norms of the affine). */
+void vx_grid_spacing(const vx_grid *g, double sp[3]);
+
+/* Per-channel min/max over finite values; count of voxels whose channel 0 is <= 0. */
+void vx_grid_range(const vx_grid *g, int channel, float *mn, float *mx);
+
+/* Value at quantile q (0..1) of channel 0, from a 4096-bin histogram. */
+float vx_grid_quantile(const vx_grid *g, double q);
+
+const char *vx_dtype_name(vx_dtype t);
+size_t vx_dtype_size(vx_dtype t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

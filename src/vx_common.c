@@ -1,0 +1,174 @@
+/* vx_common.c - the error buffer, checked allocation, file helpers and half floats
+ * used by every host module (see vx_common.h). */
+#include "vx_common.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static _Thread_local char vx__errbuf[1024];
+
+int vx_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(vx__errbuf, sizeof vx__errbuf, fmt, ap);
+    va_end(ap);
+    /* keep it one line */
+    for (char *p = vx__errbuf; *p; p++) if (*p == '\n' || *p == '\r') *p = ' ';
+    return -1;
+}
+
+const char *vx_errmsg(void) { return vx__errbuf; }
+void vx_clear_error(void) { vx__errbuf[0] = 0; }
+
+void vx_warn(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("voxray: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+void *vx_malloc(size_t n, const char *what) {
+    void *p = malloc(n ? n : 1);
+    if (!p) vx_error("out of memory allocating %zu bytes for %s", n, what);
+    return p;
+}
+
+void *vx_calloc(size_t n, size_t size, const char *what) {
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) vx_error("out of memory allocating %zu x %zu bytes for %s", n, size, what);
+    return p;
+}
+
+int vx_mul_size(size_t a, size_t b, size_t *out) {
+    if (a != 0 && b > SIZE_MAX / a) return -1;
+    *out = a * b;
+    return 0;
+}
+
+int vx_mul_size4(size_t a, size_t b, size_t c, size_t d, size_t *out) {
+    size_t ab, abc;
+    if (vx_mul_size(a, b, &ab) || vx_mul_size(ab, c, &abc) || vx_mul_size(abc, d, out)) return -1;
+    return 0;
+}
+
+int vx_read_file(const char *path, size_t max_bytes, unsigned char **data, size_t *len) {
+    *data = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return vx_error("%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return vx_error("%s: not a regular file", path);
+    }
+    if ((unsigned long long)st.st_size > max_bytes) {
+        fclose(f);
+        return vx_error("%s: file is %lld bytes, more than the %zu allowed", path,
+                        (long long)st.st_size, max_bytes);
+    }
+    size_t n = (size_t)st.st_size;
+    unsigned char *buf = vx_malloc(n + 1, path);
+    if (!buf) { fclose(f); return -1; }
+    if (n && fread(buf, 1, n, f) != n) {
+        free(buf);
+        fclose(f);
+        return vx_error("%s: read failed", path);
+    }
+    fclose(f);
+    buf[n] = 0;
+    *data = buf;
+    *len = n;
+    return 0;
+}
+
+void vx_temp_name(const char *path, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s.tmp.%ld", path, (long)getpid());
+}
+
+int vx_commit_temp(const char *tmp, const char *path, int ok) {
+    if (!ok) { remove(tmp); return -1; }
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        remove(tmp);
+        return vx_error("%s: cannot rename into place: %s", path, strerror(e));
+    }
+    return 0;
+}
+
+int vx_write_file_atomic(const char *path, const void *data, size_t len) {
+    char tmp[4096];
+    vx_temp_name(path, tmp, sizeof tmp);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return vx_error("%s: cannot write: %s", path, strerror(errno));
+    int ok = fwrite(data, 1, len, f) == len;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok) vx_error("%s: write failed", path);
+    return vx_commit_temp(tmp, path, ok);
+}
+
+float vx_half_to_float(uint16_t h) {
+    int sign = (h >> 15) & 1, e = (h >> 10) & 31, m = h & 1023;
+    float v;
+    if (e == 0) v = ldexpf((float)m, -24);
+    else if (e == 31) v = m ? NAN : INFINITY;
+    else v = ldexpf((float)(m | 1024), e - 25);
+    return sign ? -v : v;
+}
+
+uint16_t vx_float_to_half(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0));
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* overflow -> inf */
+    if (ax < 0x38800000u) {                                    /* subnormal half */
+        float a;
+        memcpy(&a, &ax, 4);
+        uint32_t m = (uint32_t)lrintf(a * 16777216.0f); /* 2^24, rounds to nearest even */
+        return (uint16_t)(sign | m);
+    }
+    uint32_t e = (ax >> 23) - 112, m = ax & 0x7fffffu;
+    uint32_t h = (e << 10) | (m >> 13);
+    uint32_t rest = m & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) h++;
+    return (uint16_t)(sign | h);
+}
+
+void vx_dirname(const char *path, char *buf, size_t cap) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) { snprintf(buf, cap, "."); return; }
+    size_t n = (size_t)(slash - path);
+    if (n == 0) n = 1; /* "/x" -> "/" */
+    if (n >= cap) n = cap - 1;
+    memcpy(buf, path, n);
+    buf[n] = 0;
+}
+
+void vx_path_join(const char *dir, const char *name, char *buf, size_t cap) {
+    if (name[0] == '/' || !dir || !dir[0] || strcmp(dir, ".") == 0) snprintf(buf, cap, "%s", name);
+    else snprintf(buf, cap, "%s/%s", dir, name);
+}
+
+int vx_mkdirs_for(const char *file_path) {
+    char dir[4096];
+    vx_dirname(file_path, dir, sizeof dir);
+    for (char *p = dir + 1; ; p++) {
+        if (*p == '/' || *p == 0) {
+            char c = *p;
+            *p = 0;
+            if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+                return vx_error("%s: cannot create directory: %s", dir, strerror(errno));
+            *p = c;
+            if (!c) break;
+        }
+    }
+    return 0;
+}

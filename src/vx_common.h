@@ -1,0 +1,66 @@
+/* vx_common.h - error reporting, checked allocation and overflow-safe sizes.
+ * Every module reports failures through vx_error(); the CLI prints vx_errmsg()
+ * once, as one line, and exits non-zero. Shared by all host C code. */
+#ifndef VX_COMMON_H
+#define VX_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VX_VERSION "0.1.0"
+
+/* Largest grid payload voxray will allocate (bytes of float32 in memory). */
+#define VX_MAX_GRID_BYTES ((size_t)16 << 30)
+
+/* Record the current error (printf-style). Returns -1 so callers can write
+ * `return vx_error("...")`. The message should name the file and the problem. */
+int vx_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The last message recorded on this thread ("" if none). */
+const char *vx_errmsg(void);
+void vx_clear_error(void);
+
+/* One-line warning / note on stderr, prefixed "voxray: ". */
+void vx_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* malloc/calloc that record "out of memory (N bytes) for WHAT" and return NULL. */
+void *vx_malloc(size_t n, const char *what);
+void *vx_calloc(size_t n, size_t size, const char *what);
+
+/* a*b (and a*b*c*d) into *out; returns 0 on success, -1 on overflow. */
+int vx_mul_size(size_t a, size_t b, size_t *out);
+int vx_mul_size4(size_t a, size_t b, size_t c, size_t d, size_t *out);
+
+/* Read a whole file into a malloc'd buffer (NUL-terminated for text use).
+ * max_bytes caps the size; errors name the path. */
+int vx_read_file(const char *path, size_t max_bytes, unsigned char **data, size_t *len);
+
+/* Write `len` bytes to `path` atomically: write PATH.tmp.PID then rename. */
+int vx_write_file_atomic(const char *path, const void *data, size_t len);
+
+/* Temporary name for atomic writes: "<path>.tmp.<pid>" into buf. */
+void vx_temp_name(const char *path, char *buf, size_t cap);
+
+/* Finish an atomic write: rename tmp over path, or remove tmp on failure. */
+int vx_commit_temp(const char *tmp, const char *path, int ok);
+
+/* IEEE half <-> float, exact for all halves, round-to-nearest-even to half. */
+float vx_half_to_float(uint16_t h);
+uint16_t vx_float_to_half(float f);
+
+/* Directory of a path ("." if none) into buf; join dir + relative name. */
+void vx_dirname(const char *path, char *buf, size_t cap);
+void vx_path_join(const char *dir, const char *name, char *buf, size_t cap);
+
+/* mkdir -p for the directory part of a file path pattern. */
+int vx_mkdirs_for(const char *file_path);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
