@@ -31,6 +31,9 @@ void vx_cuda_volume_destroy(vx_cuda_volume *cv);
  * returns the kernel time from CUDA events and the frame's counters. */
 int vx_cuda_render_device(vx_cuda_volume *cv, const vx_camera *c, int want_depth, float *ms,
                           long long *samples, long long *rays_hit);
+/* Occupancy on the device, the twin of vx_occupancy_build_cpu: mp->occ_b / occ_n give the
+ * cells; d_grid is (z,y,x,c) float32 or float16; d_occ receives one byte per cell. */
+int vx_occupancy_build_cuda(const void *d_grid, int half, const vx_march_params *mp, unsigned char *d_occ);
 /* Copy the device occupancy grid (count cells, 1 = may hold density) to occ. */
 int vx_cuda_volume_occupancy(const vx_cuda_volume *cv, unsigned char *occ, size_t count);
 

@@ -1,0 +1,131 @@
+/* device.cu - device discovery and the small device helpers (memory, copies, timers,
+ * float16 conversion) that backend.c, the bench and the GPU tests reach through
+ * vx_cuda.h. Every runtime call is checked. */
+#include <cuda_fp16.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common.cuh"
+#include "vx_cuda.h"
+
+/* ---- probe ------------------------------------------------------------------------ */
+
+__global__ void vx_probe_kernel(int *flag) { *flag = 42; }
+
+/* A device counts as usable only when a kernel from this binary runs on it. */
+extern "C" int vx_cuda_probe(char *info, size_t cap) {
+    int count = 0, *d_flag = NULL, flag = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        snprintf(info, cap, "%s", cudaGetErrorString(e));
+        cudaGetLastError();
+        return 0;
+    }
+    if (count == 0) { snprintf(info, cap, "no CUDA device found"); return 0; }
+    cudaDeviceProp p;
+    if ((e = cudaGetDeviceProperties(&p, 0)) != cudaSuccess) goto fail;
+    if ((e = cudaMalloc(&d_flag, sizeof(int))) != cudaSuccess) goto fail;
+    vx_probe_kernel<<<1, 1>>>(d_flag);
+    if ((e = cudaGetLastError()) != cudaSuccess) goto fail;
+    if ((e = cudaMemcpy(&flag, d_flag, sizeof flag, cudaMemcpyDeviceToHost)) != cudaSuccess) goto fail;
+    cudaFree(d_flag);
+    if (flag != 42) { snprintf(info, cap, "%s: test kernel did not run", p.name); return 0; }
+    snprintf(info, cap, "%s (sm_%d%d, %d SMs, %.0f GiB)", p.name, p.major, p.minor,
+             p.multiProcessorCount, p.totalGlobalMem / 1073741824.0);
+    return 1;
+fail:
+    snprintf(info, cap, "%s", cudaGetErrorString(e));
+    if (d_flag) cudaFree(d_flag);
+    cudaGetLastError();
+    return 0;
+}
+
+/* ---- memory ----------------------------------------------------------------------- */
+
+extern "C" int vx_cuda_alloc(void **d, size_t bytes, const char *what) {
+    *d = NULL;
+    cudaError_t e = cudaMalloc(d, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        *d = NULL;
+        return vx_error("cudaMalloc of %zu bytes for %s: %s", bytes, what, cudaGetErrorString(e));
+    }
+    return 0;
+}
+
+extern "C" void vx_cuda_free(void *d) {
+    if (d) cudaFree(d);
+}
+
+extern "C" int vx_cuda_upload(void *d, const void *h, size_t bytes) {
+    VX_CUDA_CHECK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+    return 0;
+}
+
+extern "C" int vx_cuda_download(void *h, const void *d, size_t bytes) {
+    VX_CUDA_CHECK(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
+    return 0;
+}
+
+extern "C" int vx_cuda_copy(void *d_dst, const void *d_src, size_t bytes) {
+    VX_CUDA_CHECK(cudaMemcpyAsync(d_dst, d_src, bytes, cudaMemcpyDeviceToDevice, 0));
+    return 0;
+}
+
+extern "C" int vx_cuda_zero(void *d, size_t bytes) {
+    VX_CUDA_CHECK(cudaMemsetAsync(d, 0, bytes, 0));
+    return 0;
+}
+
+extern "C" int vx_cuda_sync(void) {
+    VX_CUDA_CHECK(cudaDeviceSynchronize());
+    return 0;
+}
+
+__global__ void vx_to_half_kernel(const float *__restrict__ src, __half *__restrict__ dst, size_t n) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    dst[i] = __float2half_rn(src[i]);
+}
+
+extern "C" int vx_cuda_to_half(const float *d_src, void *d_dst, size_t n) {
+    if (n == 0) return 0;
+    vx_to_half_kernel<<<vx_ceil_div(n, 256), 256>>>(d_src, (__half *)d_dst, n);
+    VX_LAUNCH_CHECK("vx_to_half_kernel");
+    return 0;
+}
+
+/* ---- timers ----------------------------------------------------------------------- */
+
+struct vx_cuda_timer {
+    cudaEvent_t a, b;
+};
+
+extern "C" int vx_cuda_timer_create(vx_cuda_timer **t) {
+    *t = (vx_cuda_timer *)vx_calloc(1, sizeof **t, "CUDA timer");
+    if (!*t) return -1;
+    if (cudaEventCreate(&(*t)->a) != cudaSuccess || cudaEventCreate(&(*t)->b) != cudaSuccess) {
+        free(*t);
+        *t = NULL;
+        return vx_error("%s:%d: cudaEventCreate failed", __FILE__, __LINE__);
+    }
+    return 0;
+}
+
+extern "C" int vx_cuda_timer_start(vx_cuda_timer *t) {
+    VX_CUDA_CHECK(cudaEventRecord(t->a, 0));
+    return 0;
+}
+
+extern "C" int vx_cuda_timer_stop(vx_cuda_timer *t, float *ms) {
+    VX_CUDA_CHECK(cudaEventRecord(t->b, 0));
+    VX_CUDA_CHECK(cudaEventSynchronize(t->b));
+    VX_CUDA_CHECK(cudaEventElapsedTime(ms, t->a, t->b));
+    return 0;
+}
+
+extern "C" void vx_cuda_timer_destroy(vx_cuda_timer *t) {
+    if (!t) return;
+    cudaEventDestroy(t->a);
+    cudaEventDestroy(t->b);
+    free(t);
+}
