@@ -24,6 +24,7 @@ typedef struct {
     float background[3];
     float step;             /* segment length as a fraction of the smallest voxel spacing */
     int has_camera;
+    int z_up;               /* default camera keeps +Z up (medical, NeRF data) instead of +Y */
     double eye[3], target[3], up[3], fov_deg;
     char name[256];         /* shown in window titles and info */
     char path[1024];        /* what was opened */

@@ -1,0 +1,206 @@
+/* cli.c - flags shared by render, view and bench (scene loading, camera, decoder
+ * overrides, render options) and the camera they describe. Values are checked here, so
+ * every command reports a bad flag the same way: the flag, the value, what was wanted. */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vx_common.h"
+
+void vx_cli_common_init(vx_cli_common *c) {
+    memset(c, 0, sizeof *c);
+    c->width = c->height = 800;
+    vx_render_opts_default(&c->ropts);
+    c->backend = VX_BACKEND_AUTO;
+}
+
+int vx_parse_double(const char *flag, const char *s, double lo, double hi, double *v) {
+    char *end;
+    errno = 0;
+    double x = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(x)) return vx_error("%s: '%s' is not a number", flag, s);
+    if (x < lo || x > hi) return vx_error("%s: %g is outside [%g, %g]", flag, x, lo, hi);
+    *v = x;
+    return 0;
+}
+
+int vx_parse_int(const char *flag, const char *s, long lo, long hi, int *v) {
+    char *end;
+    errno = 0;
+    long x = strtol(s, &end, 10);
+    if (end == s || *end || errno) return vx_error("%s: '%s' is not an integer", flag, s);
+    if (x < lo || x > hi) return vx_error("%s: %ld is outside [%ld, %ld]", flag, x, lo, hi);
+    *v = (int)x;
+    return 0;
+}
+
+int vx_parse_vec3(const char *flag, const char *s, double v[3]) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    char *save, *tok = strtok_r(buf, ",", &save);
+    for (int i = 0; i < 3; i++, tok = strtok_r(NULL, ",", &save)) {
+        if (!tok) return vx_error("%s: '%s' must be three numbers x,y,z", flag, s);
+        if (vx_parse_double(flag, tok, -1e12, 1e12, &v[i])) return -1;
+    }
+    if (tok) return vx_error("%s: '%s' must be three numbers x,y,z", flag, s);
+    return 0;
+}
+
+int vx_parse_size(const char *flag, const char *s, int *w, int *h) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", s);
+    char *x = strchr(buf, 'x');
+    if (!x) return vx_error("%s: '%s' must be WIDTHxHEIGHT, e.g. 800x600", flag, s);
+    *x = 0;
+    if (vx_parse_int(flag, buf, 1, 16384, w) || vx_parse_int(flag, x + 1, 1, 16384, h)) return -1;
+    return 0;
+}
+
+const char *vx_cli_common_help(void) {
+    return "Scene and camera:\n"
+           "  --size WxH              image size (default 800x800)\n"
+           "  --eye x,y,z --target x,y,z --up x,y,z --fov DEG   pinhole camera (horizontal fov)\n"
+           "  --azimuth DEG --elevation DEG --distance D        orbit about the grid centre\n"
+           "  --raw X,Y,Z,DTYPE[,le|be]  read a headerless raw file (dtypes uint8 int8 uint16\n"
+           "                          int16 uint32 int32 float32 float64)\n"
+           "  --spacing sx,sy,sz      voxel spacing for --raw\n"
+           "  --volume N              which volume of a 4-D file (default 0)\n"
+           "Decoder:\n"
+           "  --density-scale S       multiply density\n"
+           "  --preset NAME           transfer function for scalar volumes\n"
+           "                          (default, ct-bone, ct-soft, mri, grey, fire)\n"
+           "  --window LO,HI          scalar value window\n"
+           "Rendering:\n"
+           "  --step S                segment length in voxels (default: the scene's, 0.5)\n"
+           "  --stop T                early termination when transmittance < T (default 1e-4; 0 off)\n"
+           "  --background r,g,b      background colour, 0..1\n"
+           "  --backend auto|cpu|cuda (default auto)\n"
+           "  --threads N             CPU threads (default: all cores)\n"
+           "  --half                  CUDA: store the grid as float16\n"
+           "  --no-skip               disable empty-space skipping\n";
+}
+
+/* value of a flag given as "--flag value" or "--flag=value" */
+static const char *vx__value(const char *name, int *i, int argc, char **argv, int *matched) {
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    *matched = 0;
+    if (strncmp(a, name, n)) return NULL;
+    if (a[n] == '=') { *matched = 1; return a + n + 1; }
+    if (a[n] != 0) return NULL;
+    *matched = 1;
+    if (*i + 1 >= argc) { vx_error("%s needs a value", name); return NULL; }
+    return argv[++*i];
+}
+
+int vx_cli_parse_common(vx_cli_common *c, int *i, int argc, char **argv) {
+    const char *a = argv[*i], *v;
+    int m;
+    double d;
+    if (!strcmp(a, "--half")) { c->ropts.half = 1; return 1; }
+    if (!strcmp(a, "--no-skip")) { c->ropts.no_skip = 1; return 1; }
+#define VX_FLAG(name) (v = vx__value(name, i, argc, argv, &m), m)
+    if (VX_FLAG("--size")) return v && !vx_parse_size("--size", v, &c->width, &c->height) ? 1 : -1;
+    if (VX_FLAG("--eye")) { c->has_eye = 1; return v && !vx_parse_vec3("--eye", v, c->eye) ? 1 : -1; }
+    if (VX_FLAG("--target")) { c->has_target = 1; return v && !vx_parse_vec3("--target", v, c->target) ? 1 : -1; }
+    if (VX_FLAG("--up")) { c->has_up = 1; return v && !vx_parse_vec3("--up", v, c->up) ? 1 : -1; }
+    if (VX_FLAG("--fov")) { c->has_fov = 1; return v && !vx_parse_double("--fov", v, 1, 179, &c->fov) ? 1 : -1; }
+    if (VX_FLAG("--azimuth")) { c->has_azimuth = 1; return v && !vx_parse_double("--azimuth", v, -1e6, 1e6, &c->azimuth) ? 1 : -1; }
+    if (VX_FLAG("--elevation")) { c->has_elevation = 1; return v && !vx_parse_double("--elevation", v, -89.9, 89.9, &c->elevation) ? 1 : -1; }
+    if (VX_FLAG("--distance")) { c->has_distance = 1; return v && !vx_parse_double("--distance", v, 1e-9, 1e12, &c->distance) ? 1 : -1; }
+    if (VX_FLAG("--step")) {
+        if (!v || vx_parse_double("--step", v, 1e-3, 16, &d)) return -1;
+        c->ropts.step = (float)d;
+        return 1;
+    }
+    if (VX_FLAG("--stop")) {
+        if (!v || vx_parse_double("--stop", v, 0, 0.999, &d)) return -1;
+        c->ropts.stop = (float)d;
+        return 1;
+    }
+    if (VX_FLAG("--background")) {
+        double bg[3];
+        if (!v || vx_parse_vec3("--background", v, bg)) return -1;
+        for (int k = 0; k < 3; k++) {
+            if (bg[k] < 0 || bg[k] > 1) return vx_error("--background: components must be in [0, 1]");
+            c->ropts.background[k] = (float)bg[k];
+        }
+        c->ropts.has_background = 1;
+        return 1;
+    }
+    if (VX_FLAG("--threads")) return v && !vx_parse_int("--threads", v, 1, 1024, &c->ropts.threads) ? 1 : -1;
+    if (VX_FLAG("--backend")) return v && !vx_backend_parse(v, &c->backend) ? 1 : -1;
+    if (VX_FLAG("--density-scale")) {
+        if (!v || vx_parse_double("--density-scale", v, 0, 1e9, &d)) return -1;
+        c->has_density_scale = 1;
+        c->density_scale = (float)d;
+        return 1;
+    }
+    if (VX_FLAG("--preset")) { c->preset = v; c->load.preset = v; return v ? 1 : -1; }
+    if (VX_FLAG("--window")) {
+        char buf[128], *comma;
+        if (!v) return -1;
+        snprintf(buf, sizeof buf, "%s", v);
+        if (!(comma = strchr(buf, ','))) return vx_error("--window: '%s' must be LO,HI", v);
+        *comma = 0;
+        double lo, hi;
+        if (vx_parse_double("--window", buf, -1e30, 1e30, &lo) || vx_parse_double("--window", comma + 1, -1e30, 1e30, &hi)) return -1;
+        if (!(hi > lo)) return vx_error("--window: LO must be less than HI");
+        c->has_window = 1;
+        c->window[0] = (float)lo;
+        c->window[1] = (float)hi;
+        return 1;
+    }
+    if (VX_FLAG("--raw")) { c->load.raw_spec = v; return v ? 1 : -1; }
+    if (VX_FLAG("--spacing")) {
+        if (!v || vx_parse_vec3("--spacing", v, c->load.spacing)) return -1;
+        for (int k = 0; k < 3; k++)
+            if (!(c->load.spacing[k] > 0)) return vx_error("--spacing: components must be > 0");
+        return 1;
+    }
+    if (VX_FLAG("--volume")) return v && !vx_parse_int("--volume", v, 0, 1 << 20, &c->load.volume_index) ? 1 : -1;
+#undef VX_FLAG
+    return 0;
+}
+
+int vx_cli_load_scene(const vx_cli_common *c, vx_scene *s) {
+    if (!c->scene_path) return vx_error("no scene given");
+    if (vx_scene_load(c->scene_path, &c->load, s)) return -1;
+    if ((c->has_window || c->preset) && s->dec.type != VX_DEC_SCALAR) {
+        vx_scene_free(s);
+        return vx_error("%s: --window and --preset apply only to scalar volumes", c->scene_path);
+    }
+    if (c->has_density_scale) s->dec.density_scale = c->density_scale;
+    if (c->has_window) { s->dec.window_lo = c->window[0]; s->dec.window_hi = c->window[1]; }
+    return 0;
+}
+
+int vx_cli_camera(const vx_cli_common *c, const vx_scene *s, int width, int height, vx_camera *cam) {
+    double eye[3], target[3], up[3], fov;
+    vx_scene_default_camera(s, eye, target, up, &fov);
+    double dlo[3], dhi[3], center[3];
+    vx_grid_world_bounds(&s->grid, dlo, dhi);
+    for (int a = 0; a < 3; a++) center[a] = 0.5 * (dlo[a] + dhi[a]);
+    double default_dist = sqrt((eye[0] - target[0]) * (eye[0] - target[0]) + (eye[1] - target[1]) * (eye[1] - target[1]) +
+                               (eye[2] - target[2]) * (eye[2] - target[2]));
+    if (s->has_camera) {
+        memcpy(eye, s->eye, sizeof eye);
+        memcpy(target, s->target, sizeof target);
+        memcpy(up, s->up, sizeof up);
+        fov = s->fov_deg;
+    }
+    if (c->has_fov) fov = c->fov;
+    if (c->has_up) memcpy(up, c->up, sizeof up);
+    if (c->has_azimuth || c->has_elevation || c->has_distance) {
+        if (c->has_eye || c->has_target) return vx_error("use either --eye/--target or --azimuth/--elevation/--distance");
+        double dist = c->has_distance ? c->distance : default_dist * tan(0.5 * 40.0 * M_PI / 180.0) / tan(0.5 * fov * M_PI / 180.0);
+        return vx_camera_orbit(cam, center, c->has_azimuth ? c->azimuth : 35.0, c->has_elevation ? c->elevation : 25.0,
+                               dist, up, fov, width, height);
+    }
+    if (c->has_eye) memcpy(eye, c->eye, sizeof eye);
+    if (c->has_target) memcpy(target, c->target, sizeof target);
+    return vx_camera_look_at(cam, eye, target, up, fov, width, height);
+}

@@ -1,0 +1,198 @@
+/* render.c - `voxray render`: one frame, a turntable, or every camera of a NeRF
+ * transforms.json, written as PNG (plus optional depth/opacity maps) atomically, with a
+ * progress bar on a terminal and one line per frame otherwise. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "cli.h"
+#include "commands.h"
+#include "image.h"
+#include "npy.h"
+#include "vx_common.h"
+
+static double vx__now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void vx__render_help(void) {
+    printf("usage: voxray render SCENE -o OUT.png [options]\n"
+           "Render a scene (manifest, scene directory, .npy grid or volume file) to PNG.\n\n"
+           "Output:\n"
+           "  -o, --output FILE       PNG to write; with --turntable/--path a pattern such as\n"
+           "                          'frames/%%04d.png'\n"
+           "  --transparent           RGBA PNG with straight alpha = 1 - T_end\n"
+           "  --depth FILE            expected depth: FILE.npy (float32) or FILE.png (16-bit,\n"
+           "                          normalised, near = bright); may be given twice\n"
+           "  --opacity FILE          opacity 1 - T_end: FILE.npy or FILE.png (8-bit)\n"
+           "  --turntable N           N frames around the grid (orbit flags set elevation/distance)\n"
+           "  --path transforms.json  one frame per camera of a NeRF-synthetic camera file\n"
+           "  -q, --quiet             no progress output\n\n%s", vx_cli_common_help());
+}
+
+/* Check that pattern holds exactly one integer conversion (%d, %04d, %i, %u) and no
+ * other conversions. */
+static int vx__check_pattern(const char *flag, const char *p) {
+    int n = 0;
+    for (const char *s = p; *s; s++) {
+        if (*s != '%') continue;
+        if (s[1] == '%') { s++; continue; }
+        s++;
+        while (*s == '0' || *s == '-' || *s == ' ' || *s == '+') s++;
+        while (*s >= '0' && *s <= '9') s++;
+        if (*s != 'd' && *s != 'i' && *s != 'u') return vx_error("%s: '%s' may only hold an integer conversion such as %%04d", flag, p);
+        n++;
+    }
+    if (n != 1) return vx_error("%s: '%s' needs exactly one frame-number conversion such as %%04d", flag, p);
+    return 0;
+}
+
+static void vx__frame_name(const char *pattern, int multi, int k, char *out, size_t cap) {
+    if (!multi) { snprintf(out, cap, "%s", pattern); return; }
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+    snprintf(out, cap, pattern, k);
+#pragma GCC diagnostic pop
+}
+
+static int vx__ext(const char *p, const char *e) {
+    size_t n = strlen(p), k = strlen(e);
+    return n > k && !strcasecmp(p + n - k, e);
+}
+
+static int vx__write_map(const char *path, const float *v, const float *alpha, int w, int h, int is_depth) {
+    if (vx__ext(path, ".npy")) {
+        size_t shape[2] = {(size_t)h, (size_t)w};
+        return vx_npy_write_f32(path, v, 2, shape);
+    }
+    if (is_depth) return vx_image_write_depth16(path, v, alpha, w, h);
+    return vx_image_write_gray8(path, v, w, h, 0.0f, 1.0f);
+}
+
+int vx_cmd_render(int argc, char **argv) {
+    vx_cli_common c;
+    vx_cli_common_init(&c);
+    const char *out = NULL, *depth_out[2] = {NULL, NULL}, *opacity_out = NULL, *path_file = NULL;
+    int transparent = 0, turntable = 0, quiet = 0, ndepth = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { vx__render_help(); return 0; }
+        int r = vx_cli_parse_common(&c, &i, argc, argv);
+        if (r < 0) { fprintf(stderr, "voxray render: %s\n", vx_errmsg()); return 2; }
+        if (r) continue;
+        if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && i + 1 < argc) out = argv[++i];
+        else if (!strcmp(a, "--transparent")) transparent = 1;
+        else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) quiet = 1;
+        else if (!strcmp(a, "--depth") && i + 1 < argc) {
+            if (ndepth == 2) { fprintf(stderr, "voxray render: --depth may be given at most twice\n"); return 2; }
+            depth_out[ndepth++] = argv[++i];
+        } else if (!strcmp(a, "--opacity") && i + 1 < argc) opacity_out = argv[++i];
+        else if (!strcmp(a, "--path") && i + 1 < argc) path_file = argv[++i];
+        else if (!strcmp(a, "--turntable") && i + 1 < argc) {
+            if (vx_parse_int("--turntable", argv[++i], 1, 100000, &turntable)) {
+                fprintf(stderr, "voxray render: %s\n", vx_errmsg());
+                return 2;
+            }
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "voxray render: unknown option '%s' (or missing value); see voxray render --help\n", a);
+            return 2;
+        } else if (!c.scene_path) c.scene_path = a;
+        else { fprintf(stderr, "voxray render: unexpected argument '%s'\n", a); return 2; }
+    }
+    if (!c.scene_path) { fprintf(stderr, "voxray render: no SCENE given; see voxray render --help\n"); return 2; }
+    if (!out) { fprintf(stderr, "voxray render: no output given (-o OUT.png)\n"); return 2; }
+    if (turntable && path_file) { fprintf(stderr, "voxray render: use either --turntable or --path\n"); return 2; }
+    int multi = turntable || path_file;
+    const char *outs[4] = {out, depth_out[0], depth_out[1], opacity_out};
+    static const char *flags[4] = {"-o", "--depth", "--depth", "--opacity"};
+    for (int k = 0; k < 4; k++) {
+        if (!outs[k]) continue;
+        if (multi && vx__check_pattern(flags[k], outs[k])) { fprintf(stderr, "voxray render: %s\n", vx_errmsg()); return 2; }
+        if (k == 0 && !vx__ext(outs[k], ".png")) { fprintf(stderr, "voxray render: -o %s: output must be a .png file\n", outs[k]); return 2; }
+        if (k > 0 && !vx__ext(outs[k], ".png") && !vx__ext(outs[k], ".npy")) {
+            fprintf(stderr, "voxray render: %s %s: must end in .png or .npy\n", flags[k], outs[k]);
+            return 2;
+        }
+    }
+
+    vx_scene s;
+    vx_camera_path camp = {0};
+    vx_renderer *r = NULL;
+    vx_frame f = {0};
+    int rc = 1;
+    if (vx_cli_load_scene(&c, &s)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); return 1; }
+    if (path_file && vx_camera_path_load(path_file, &camp)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
+    if (transparent) { /* render on black: rgb is then the premultiplied colour */
+        c.ropts.has_background = 1;
+        c.ropts.background[0] = c.ropts.background[1] = c.ropts.background[2] = 0.0f;
+    }
+    c.ropts.want_depth = depth_out[0] != NULL;
+    if (vx_renderer_create(&r, &s, &c.ropts, c.backend) ||
+        vx_frame_alloc(&f, c.width, c.height, c.ropts.want_depth)) {
+        fprintf(stderr, "voxray: %s\n", vx_errmsg());
+        goto done;
+    }
+    int nframes = turntable ? turntable : path_file ? camp.n : 1;
+    int tty = isatty(2) && !quiet;
+    double t_all = vx__now(), samples_all = 0, rays_all = 0;
+    for (int k = 0; k < nframes; k++) {
+        vx_camera cam;
+        int crc;
+        if (path_file) crc = vx_camera_from_c2w(&cam, camp.c2w[k], camp.camera_angle_x, c.width, c.height);
+        else if (turntable) {
+            vx_cli_common cc = c;
+            double az = (cc.has_azimuth ? cc.azimuth : 35.0) + 360.0 * k / turntable;
+            cc.has_azimuth = 1;
+            cc.azimuth = az;
+            cc.has_eye = cc.has_target = 0;
+            crc = vx_cli_camera(&cc, &s, c.width, c.height, &cam);
+        } else crc = vx_cli_camera(&c, &s, c.width, c.height, &cam);
+        if (crc) {
+            fprintf(stderr, "voxray: %s%sframe %d: %s\n", path_file ? path_file : "", path_file ? ": " : "", k, vx_errmsg());
+            goto done;
+        }
+        double t0 = vx__now();
+        if (vx_renderer_render(r, &cam, &f)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
+        double ms = (vx__now() - t0) * 1e3;
+        char name[4096];
+        vx__frame_name(out, multi, k, name, sizeof name);
+        if (vx_mkdirs_for(name) || vx_image_write_png(name, &f, transparent)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
+        for (int d = 0; d < ndepth; d++) {
+            char dn[4096];
+            vx__frame_name(depth_out[d], multi, k, dn, sizeof dn);
+            if (vx_mkdirs_for(dn) || vx__write_map(dn, f.depth, f.alpha, f.width, f.height, 1)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
+        }
+        if (opacity_out) {
+            char on[4096];
+            vx__frame_name(opacity_out, multi, k, on, sizeof on);
+            if (vx_mkdirs_for(on) || vx__write_map(on, f.alpha, f.alpha, f.width, f.height, 0)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
+        }
+        samples_all += (double)f.samples;
+        rays_all += (double)f.width * f.height;
+        double spr = (double)f.samples / ((double)f.width * f.height);
+        if (quiet) continue;
+        if (!multi) printf("wrote %s (%dx%d, %s backend, %.1f ms, %.1f samples/ray)\n", name, f.width, f.height,
+                           vx_renderer_backend_name(r), ms, spr);
+        else if (tty) {
+            int bar = 30, done_n = (k + 1) * bar / nframes;
+            fprintf(stderr, "\r[%.*s%*s] %d/%d frames, %.1f ms/frame", done_n, "##############################",
+                    bar - done_n, "", k + 1, nframes, (vx__now() - t_all) * 1e3 / (k + 1));
+            if (k + 1 == nframes) fputc('\n', stderr);
+        } else fprintf(stderr, "frame %d/%d: %s (%.1f ms, %.1f samples/ray)\n", k + 1, nframes, name, ms, spr);
+    }
+    if (multi && !quiet)
+        printf("wrote %d frames (%dx%d, %s backend, %.1f ms/frame, %.1f samples/ray)\n", nframes, c.width, c.height,
+               vx_renderer_backend_name(r), (vx__now() - t_all) * 1e3 / nframes, samples_all / rays_all);
+    rc = 0;
+done:
+    vx_frame_free(&f);
+    vx_renderer_destroy(r);
+    vx_camera_path_free(&camp);
+    vx_scene_free(&s);
+    return rc;
+}

@@ -1,0 +1,39 @@
+#!/bin/sh
+# run_tests.sh - runs every cmocka test binary given on the command line, then the
+# shell suites (CLI end to end, viewer under Xvfb, parser fuzzing when asked), and
+# prints one closing line "N passed, N failed". Called by `make test`.
+# Environment: VOXRAY (binary), BUILD (build dir), FUZZ=1 to run the fuzz targets.
+passed=0
+failed=0
+failed_names=""
+log=$(mktemp)
+for t in "$@"; do
+    echo "== $t"
+    "$t" >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+    f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+    passed=$((passed + ${p:-0}))
+    failed=$((failed + ${f:-0}))
+    if [ $rc -ne 0 ] && [ "${f:-0}" = 0 ]; then failed=$((failed + 1)); fi
+    [ $rc -ne 0 ] && failed_names="$failed_names $t"
+done
+for s in tests/test_*.sh; do
+    [ -f "$s" ] || continue
+    echo "== $s"
+    sh "$s" >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    line=$(grep -E '^[a-z_-]+: [0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+    p=$(echo "$line" | sed -n 's/.*: \([0-9]*\) passed.*/\1/p')
+    f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+    passed=$((passed + ${p:-0}))
+    failed=$((failed + ${f:-0}))
+    if [ $rc -ne 0 ] && [ "${f:-0}" = 0 ]; then failed=$((failed + 1)); fi
+    [ $rc -ne 0 ] && failed_names="$failed_names $s"
+done
+rm -f "$log"
+[ -n "$failed_names" ] && echo "failing:$failed_names"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ -z "$failed_names" ]

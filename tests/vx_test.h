@@ -1,0 +1,58 @@
+/* vx_test.h - helpers shared by the cmocka tests: cmocka includes, a seeded random
+ * generator (fresh seed per run, printed so a failure can be replayed with VX_SEED),
+ * temp directories and small file writers. */
+#ifndef VX_TEST_H
+#define VX_TEST_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+static uint64_t vx_test_rng_state;
+
+static inline void vx_test_seed(void) {
+    const char *s = getenv("VX_SEED");
+    vx_test_rng_state = s ? strtoull(s, NULL, 10) : ((uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20));
+    fprintf(stderr, "random seed %llu (set VX_SEED to replay)\n", (unsigned long long)vx_test_rng_state);
+}
+
+/* uniform in [0, 1) (splitmix64) */
+static inline double vx_test_rand(void) {
+    uint64_t z = (vx_test_rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (double)(z >> 11) / 9007199254740992.0;
+}
+
+static inline double vx_test_uniform(double lo, double hi) { return lo + (hi - lo) * vx_test_rand(); }
+
+/* a fresh temporary directory for this test binary */
+static inline const char *vx_test_tmpdir(void) {
+    static char dir[256];
+    if (!dir[0]) {
+        snprintf(dir, sizeof dir, "/tmp/voxray-test-XXXXXX");
+        if (!mkdtemp(dir)) { perror("mkdtemp"); exit(1); }
+    }
+    return dir;
+}
+
+static inline void vx_test_write(const char *path, const void *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, len, f), len);
+    fclose(f);
+}
+
+static inline void vx_test_write_text(const char *path, const char *text) {
+    vx_test_write(path, text, strlen(text));
+}
+
+#endif
