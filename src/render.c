@@ -60,6 +60,20 @@ static void vx__frame_name(const char *pattern, int multi, int k, char *out, siz
 #pragma GCC diagnostic pop
 }
 
+/* Camera of frame k: the NeRF path, the turntable orbit, or the flags. */
+static int vx__frame_camera(const vx_cli_common *c, const vx_scene *s, const vx_camera_path *camp, int turntable,
+                            int k, vx_camera *cam) {
+    if (camp->n) return vx_camera_from_c2w(cam, camp->c2w[k], camp->camera_angle_x, c->width, c->height);
+    if (turntable) {
+        vx_cli_common cc = *c;
+        cc.azimuth = (cc.has_azimuth ? cc.azimuth : 35.0) + 360.0 * k / turntable;
+        cc.has_azimuth = 1;
+        cc.has_eye = cc.has_target = 0;
+        return vx_cli_camera(&cc, s, c->width, c->height, cam);
+    }
+    return vx_cli_camera(c, s, c->width, c->height, cam);
+}
+
 static int vx__ext(const char *p, const char *e) {
     size_t n = strlen(p), k = strlen(e);
     return n > k && !strcasecmp(p + n - k, e);
@@ -132,6 +146,11 @@ int vx_cmd_render(int argc, char **argv) {
         c.ropts.background[0] = c.ropts.background[1] = c.ropts.background[2] = 0.0f;
     }
     c.ropts.want_depth = depth_out[0] != NULL;
+    vx_camera cam;
+    if (vx__frame_camera(&c, &s, &camp, turntable, 0, &cam)) { /* check before any work */
+        fprintf(stderr, "voxray: %s%s%s\n", path_file ? path_file : "", path_file ? ": frame 0: " : "", vx_errmsg());
+        goto done;
+    }
     if (vx_renderer_create(&r, &s, &c.ropts, c.backend) ||
         vx_frame_alloc(&f, c.width, c.height, c.ropts.want_depth)) {
         fprintf(stderr, "voxray: %s\n", vx_errmsg());
@@ -141,18 +160,7 @@ int vx_cmd_render(int argc, char **argv) {
     int tty = isatty(2) && !quiet;
     double t_all = vx__now(), samples_all = 0, rays_all = 0;
     for (int k = 0; k < nframes; k++) {
-        vx_camera cam;
-        int crc;
-        if (path_file) crc = vx_camera_from_c2w(&cam, camp.c2w[k], camp.camera_angle_x, c.width, c.height);
-        else if (turntable) {
-            vx_cli_common cc = c;
-            double az = (cc.has_azimuth ? cc.azimuth : 35.0) + 360.0 * k / turntable;
-            cc.has_azimuth = 1;
-            cc.azimuth = az;
-            cc.has_eye = cc.has_target = 0;
-            crc = vx_cli_camera(&cc, &s, c.width, c.height, &cam);
-        } else crc = vx_cli_camera(&c, &s, c.width, c.height, &cam);
-        if (crc) {
+        if (vx__frame_camera(&c, &s, &camp, turntable, k, &cam)) {
             fprintf(stderr, "voxray: %s%sframe %d: %s\n", path_file ? path_file : "", path_file ? ": " : "", k, vx_errmsg());
             goto done;
         }

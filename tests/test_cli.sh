@@ -1,0 +1,90 @@
+#!/bin/sh
+# test_cli.sh - voxray end to end from the command line: make-scene, render (single,
+# turntable, NeRF path, depth/opacity, transparent), info, and bad input: each must
+# exit 1 (bad data) or 2 (usage) with one line naming the problem and leave no output.
+# Run by tests/run_tests.sh with VOXRAY set; prints "cli: N passed, N failed".
+VOXRAY=${VOXRAY:-build/voxray}
+T=$(mktemp -d /tmp/voxray-cli-XXXXXX)
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# expect CODE SUBSTRING -- command...: exit code, one-line stderr holding SUBSTRING
+expect() {
+    code=$1; sub=$2; shift 3
+    "$@" >"$T/out" 2>"$T/err"
+    rc=$?
+    lines=$(grep -c . "$T/err")
+    if [ $rc -ne "$code" ]; then bad "exit $rc (want $code): $*"; cat "$T/err"; return; fi
+    if [ -n "$sub" ] && ! grep -qF -- "$sub" "$T/err"; then bad "stderr lacks '$sub': $*"; cat "$T/err"; return; fi
+    if [ "$code" -ne 0 ] && [ "$lines" -ne 1 ]; then bad "stderr has $lines lines (want 1): $*"; cat "$T/err"; return; fi
+    ok
+}
+
+$VOXRAY make-scene orbs -o "$T/orbs" --res 24 >/dev/null || bad "make-scene orbs"
+$VOXRAY make-scene phantom -o "$T/phantom" --res 24 >/dev/null || bad "make-scene phantom"
+
+# ---- working paths --------------------------------------------------------------------
+expect 0 "" -- $VOXRAY render "$T/orbs" -o "$T/a.png" --size 32x24 --backend cpu -q
+[ -s "$T/a.png" ] && ok || bad "render wrote no PNG"
+head -c 8 "$T/a.png" | od -An -c | grep -q 'P   N   G' && ok || bad "a.png is not a PNG"
+expect 0 "" -- $VOXRAY render "$T/orbs/scene.json" -o "$T/b.png" --size 16x16 --backend cpu --depth "$T/d.npy" --depth "$T/d.png" --opacity "$T/o.png" --transparent -q
+for f in b.png d.npy d.png o.png; do [ -s "$T/$f" ] && ok || bad "missing $f"; done
+expect 0 "" -- $VOXRAY render "$T/orbs" -o "$T/turn/%03d.png" --size 16x16 --turntable 3 --backend cpu -q
+for k in 000 001 002; do [ -s "$T/turn/$k.png" ] && ok || bad "turntable frame $k missing"; done
+cat >"$T/transforms.json" <<'J'
+{"camera_angle_x": 0.69, "frames": [
+ {"file_path": "./r_0", "transform_matrix": [[1,0,0,0],[0,1,0,0],[0,0,1,4],[0,0,0,1]]},
+ {"file_path": "./r_1", "transform_matrix": [[0,0,1,4],[0,1,0,0],[-1,0,0,0],[0,0,0,1]]}]}
+J
+expect 0 "" -- $VOXRAY render "$T/orbs" -o "$T/path/f%d.png" --size 16x16 --path "$T/transforms.json" --backend cpu -q
+[ -s "$T/path/f0.png" ] && [ -s "$T/path/f1.png" ] && ok || bad "path frames missing"
+expect 0 "" -- $VOXRAY render "$T/phantom" -o "$T/p.png" --size 16x16 --azimuth 10 --elevation 5 --distance 5 --preset grey --backend cpu -q
+expect 0 "" -- $VOXRAY render "$T/orbs/grid.npy" -o "$T/npy.png" --size 16x16 --backend cpu -q
+$VOXRAY info "$T/orbs" >"$T/info" 2>&1 && grep -q "24 x 24 x 24" "$T/info" && grep -q "empty:" "$T/info" && ok || bad "info"
+$VOXRAY --version | grep -q "^voxray " && ok || bad "--version"
+for c in render info make-scene convert bench view; do
+    $VOXRAY $c --help >/dev/null 2>&1 && ok || bad "$c --help"
+done
+
+# ---- usage errors: exit 2 -------------------------------------------------------------
+expect 2 "unknown command" -- $VOXRAY frobnicate
+expect 2 "no SCENE" -- $VOXRAY render -o "$T/x.png"
+expect 2 "no output" -- $VOXRAY render "$T/orbs"
+expect 2 "--size" -- $VOXRAY render "$T/orbs" -o "$T/x.png" --size 0x10
+expect 2 "--size" -- $VOXRAY render "$T/orbs" -o "$T/x.png" --size big
+expect 2 "--eye" -- $VOXRAY render "$T/orbs" -o "$T/x.png" --eye 1,2
+expect 2 "--fov" -- $VOXRAY render "$T/orbs" -o "$T/x.png" --fov 190
+expect 2 "--step" -- $VOXRAY render "$T/orbs" -o "$T/x.png" --step -1
+expect 2 "--stop" -- $VOXRAY render "$T/orbs" -o "$T/x.png" --stop nan
+expect 2 "--background" -- $VOXRAY render "$T/orbs" -o "$T/x.png" --background 1,1,2
+expect 2 "--backend" -- $VOXRAY render "$T/orbs" -o "$T/x.png" --backend metal
+expect 2 "unknown option" -- $VOXRAY render "$T/orbs" -o "$T/x.png" --bogus
+expect 2 "frame-number" -- $VOXRAY render "$T/orbs" -o "$T/x.png" --turntable 3
+expect 2 "integer conversion" -- $VOXRAY render "$T/orbs" -o "$T/x%s.png" --turntable 3
+expect 2 ".png" -- $VOXRAY render "$T/orbs" -o "$T/x.jpg"
+expect 2 "--turntable" -- $VOXRAY render "$T/orbs" -o "$T/x%d.png" --turntable 0
+expect 2 "--depth" -- $VOXRAY render "$T/orbs" -o "$T/x.png" --depth "$T/d.exr"
+[ -e "$T/x.png" ] && bad "usage error left x.png" || ok
+
+# ---- bad input: exit 1, one line naming the file ------------------------------------------
+expect 1 "nothere" -- $VOXRAY render "$T/nothere.json" -o "$T/y.png"
+printf '{"grid": "grid.npy", "decoder": {"type": "sh", "degree": 2}}' >"$T/orbs/wrong.json"
+expect 1 "wrong.json" -- $VOXRAY render "$T/orbs/wrong.json" -o "$T/y.png"
+printf 'not json' >"$T/orbs/broken.json"
+expect 1 "not valid JSON" -- $VOXRAY render "$T/orbs/broken.json" -o "$T/y.png"
+head -c 1000 "$T/orbs/grid.npy" >"$T/short.npy"
+expect 1 "short.npy" -- $VOXRAY render "$T/short.npy" -o "$T/y.png"
+expect 1 "short.npy" -- $VOXRAY info "$T/short.npy"
+printf '{"camera_angle_x": 0.69, "frames": []}' >"$T/empty.json"
+expect 1 "frames" -- $VOXRAY render "$T/orbs" -o "$T/y%d.png" --path "$T/empty.json"
+expect 1 "--backend cuda" -- $VOXRAY render "$T/orbs" -o "$T/y.png" --backend cuda
+expect 1 "coincide" -- $VOXRAY render "$T/orbs" -o "$T/y.png" --eye 0,0,0 --target 0,0,0
+expect 1 "cannot" -- $VOXRAY render "$T/orbs" -o "$T/a.png/sub/y.png" --size 8x8 --backend cpu
+ls "$T" | grep -q '^y' && bad "a failed run left output: $(ls "$T" | grep '^y')" || ok
+ls "$T" "$T/orbs" | grep -q 'tmp\.' && bad "temporary files left behind" || ok
+
+rm -rf "$T"
+echo "cli: $pass passed, $fail failed"
+[ $fail -eq 0 ]
