@@ -1,0 +1,625 @@
+/* make_scene.c - `voxray make-scene NAME -o DIR`: deterministic procedural sample scenes
+ * (orbs, shell, sh-glass, cloud, phantom) for the README, the demo, tests and benchmarks.
+ * Called from main.c (vx_cmd_make_scene) and, in memory, from tests (vx_make_scene). */
+#include "make_scene.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "npy.h"
+#include "vx_common.h"
+
+/* Every scene lives in the box [-1, 1]^3, lattice points on the corners. Densities are in
+ * world units (the box is 2 wide) so a scene looks the same at every resolution. */
+static const double vx__box_lo[3] = {-1, -1, -1}, vx__box_hi[3] = {1, 1, 1};
+
+/* ---- small helpers --------------------------------------------------------------------- */
+
+static double vx__clamp(double v, double lo, double hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+static double vx__smoothstep(double a, double b, double x) {
+    double t = vx__clamp((x - a) / (b - a), 0.0, 1.0);
+    return t * t * (3.0 - 2.0 * t);
+}
+
+/* Smooth bump with compact support: 1 at u = 0, 0 for |u| >= 1 (C1 at the edge). */
+static double vx__bump(double u) {
+    double s = 1.0 - u * u;
+    return s > 0.0 ? s * s : 0.0;
+}
+
+static double vx__dot3(const double a[3], const double b[3]) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+
+/* ---- noise: improved gradient noise over a seeded permutation, and fBm ------------------ */
+
+typedef struct {
+    unsigned char perm[512]; /* a permutation of 0..255, repeated */
+    double h;                /* lattice spacing in world units: 2 / (res - 1) */
+} vx__gen_ctx;
+
+/* Fisher-Yates with a fixed xorshift32 stream: the same table on every machine. */
+static void vx__perm_init(vx__gen_ctx *c, uint32_t seed) {
+    uint32_t s = seed ? seed : 0x9e3779b9u;
+    for (int i = 0; i < 256; i++) c->perm[i] = (unsigned char)i;
+    for (int i = 255; i > 0; i--) {
+        s ^= s << 13; s ^= s >> 17; s ^= s << 5;
+        int j = (int)(s % (uint32_t)(i + 1));
+        unsigned char t = c->perm[i]; c->perm[i] = c->perm[j]; c->perm[j] = t;
+    }
+    memcpy(c->perm + 256, c->perm, 256);
+}
+
+static double vx__fade(double t) { return t * t * t * (t * (t * 6.0 - 15.0) + 10.0); }
+
+/* Dot of the offset with one of the 12 cube-edge gradients (plus 4 repeats). */
+static double vx__grad(int h, double x, double y, double z) {
+    switch (h & 15) {
+    case 0: return x + y;  case 1: return -x + y; case 2: return x - y;  case 3: return -x - y;
+    case 4: return x + z;  case 5: return -x + z; case 6: return x - z;  case 7: return -x - z;
+    case 8: return y + z;  case 9: return -y + z; case 10: return y - z; case 11: return -y - z;
+    case 12: return x + y; case 13: return -y + z; case 14: return -x + y; default: return -y - z;
+    }
+}
+
+static double vx__lerp(double t, double a, double b) { return a + t * (b - a); }
+
+/* Gradient noise in about [-1, 1], period 256 along each axis. */
+static double vx__noise(const vx__gen_ctx *c, double x, double y, double z) {
+    double fx = floor(x), fy = floor(y), fz = floor(z);
+    int X = (int)fx & 255, Y = (int)fy & 255, Z = (int)fz & 255;
+    x -= fx; y -= fy; z -= fz;
+    double u = vx__fade(x), v = vx__fade(y), w = vx__fade(z);
+    const unsigned char *p = c->perm;
+    int A = p[X] + Y, AA = p[A] + Z, AB = p[A + 1] + Z;
+    int B = p[X + 1] + Y, BA = p[B] + Z, BB = p[B + 1] + Z;
+    return vx__lerp(w,
+        vx__lerp(v, vx__lerp(u, vx__grad(p[AA], x, y, z), vx__grad(p[BA], x - 1, y, z)),
+                    vx__lerp(u, vx__grad(p[AB], x, y - 1, z), vx__grad(p[BB], x - 1, y - 1, z))),
+        vx__lerp(v, vx__lerp(u, vx__grad(p[AA + 1], x, y, z - 1), vx__grad(p[BA + 1], x - 1, y, z - 1)),
+                    vx__lerp(u, vx__grad(p[AB + 1], x, y - 1, z - 1),
+                             vx__grad(p[BB + 1], x - 1, y - 1, z - 1))));
+}
+
+/* Fractal Brownian motion: `oct` octaves, lacunarity ~2, gain 1/2, normalised amplitude. */
+static double vx__fbm(const vx__gen_ctx *c, double x, double y, double z, int oct) {
+    double sum = 0.0, amp = 1.0, norm = 0.0;
+    for (int o = 0; o < oct; o++) {
+        /* per-octave offsets keep the lattices of different octaves from lining up */
+        sum += amp * vx__noise(c, x + 17.31 * o, y - 9.73 * o, z + 5.19 * o);
+        norm += amp;
+        amp *= 0.5;
+        x *= 2.03; y *= 2.03; z *= 2.03;
+    }
+    return sum / norm;
+}
+
+/* ---- orbs: coloured soft spheres ------------------------------------------------------- */
+
+typedef struct { double c[3], r, rgb[3]; } vx__orb;
+
+static const vx__orb vx__orbs[] = {
+    {{0.00, 0.00, 0.00}, 0.34, {1.00, 0.72, 0.16}},   /* gold, centre */
+    {{0.66, 0.12, 0.08}, 0.22, {0.95, 0.22, 0.20}},   /* red */
+    {{-0.58, 0.18, 0.32}, 0.25, {0.20, 0.45, 1.00}},  /* blue */
+    {{0.12, 0.58, -0.46}, 0.21, {0.25, 0.85, 0.30}},  /* green */
+    {{-0.22, -0.58, -0.36}, 0.24, {0.68, 0.32, 0.95}},/* violet */
+    {{0.38, -0.52, 0.50}, 0.19, {0.15, 0.85, 0.85}},  /* cyan */
+    {{-0.62, 0.55, -0.42}, 0.17, {1.00, 0.42, 0.68}}, /* pink */
+};
+#define VX__NORBS ((int)(sizeof vx__orbs / sizeof vx__orbs[0]))
+
+static void vx__orbs_voxel(const vx__gen_ctx *c, const double p[3], float *out) {
+    (void)c;
+    static const double light[3] = {-0.42, 0.74, 0.52}; /* roughly unit, from upper left */
+    double dens = 0.0, wsum = 0.0, rgb[3] = {0, 0, 0};
+    for (int k = 0; k < VX__NORBS; k++) {
+        const vx__orb *o = &vx__orbs[k];
+        double d[3] = {p[0] - o->c[0], p[1] - o->c[1], p[2] - o->c[2]};
+        double dist = sqrt(vx__dot3(d, d));
+        dens += vx__smoothstep(o->r, 0.55 * o->r, dist); /* solid core, soft rim */
+        /* baked soft lighting: brighter on the lit side, a little glow at the core */
+        double lam = dist > 1e-9 ? vx__dot3(d, light) / dist : 0.0;
+        double shade = 0.55 + 0.45 * vx__clamp(lam, -1.0, 1.0) + 0.25 * vx__bump(dist / (0.6 * o->r));
+        /* colour is defined everywhere (the nearest orb's, blended smoothly) so that
+         * trilinear interpolation at the soft edges never mixes in black */
+        double w = exp(-40.0 * fmax(dist - o->r, 0.0));
+        for (int i = 0; i < 3; i++) rgb[i] += w * o->rgb[i] * shade;
+        wsum += w;
+    }
+    out[0] = (float)dens;
+    for (int i = 0; i < 3; i++) out[1 + i] = (float)vx__clamp(rgb[i] / wsum, 0.0, 1.0);
+}
+
+/* ---- shell: a thin sphere with round windows ------------------------------------------- */
+
+#define VX__SHELL_R 0.72      /* radius */
+#define VX__SHELL_HW 0.045    /* half thickness */
+#define VX__SHELL_HOLES 20    /* windows on a Fibonacci spiral */
+#define VX__SHELL_HOLE_R 0.20 /* window radius along the surface */
+
+static void vx__shell_voxel(const vx__gen_ctx *c, const double p[3], float *out) {
+    (void)c;
+    double r = sqrt(vx__dot3(p, p));
+    double n[3] = {0, 1, 0};
+    if (r > 1e-9) { n[0] = p[0] / r; n[1] = p[1] / r; n[2] = p[2] / r; }
+    double dens = vx__bump((r - VX__SHELL_R) / VX__SHELL_HW);
+    if (dens > 0.0) {
+        /* arc distance to the nearest window centre */
+        double best = 1e9, golden = M_PI * (3.0 - sqrt(5.0));
+        for (int k = 0; k < VX__SHELL_HOLES; k++) {
+            double y = 1.0 - 2.0 * (k + 0.5) / VX__SHELL_HOLES, rr = sqrt(1.0 - y * y);
+            double q[3] = {rr * cos(golden * k), y, rr * sin(golden * k)};
+            double ang = acos(vx__clamp(vx__dot3(n, q), -1.0, 1.0));
+            if (ang < best) best = ang;
+        }
+        double s = best * VX__SHELL_R;
+        dens *= vx__smoothstep(VX__SHELL_HOLE_R - 0.03, VX__SHELL_HOLE_R + 0.03, s);
+    }
+    out[0] = (float)dens;
+    /* colour follows the direction from the centre: a smooth rainbow over the sphere */
+    out[1] = (float)vx__clamp(0.55 + 0.42 * n[0], 0.0, 1.0);
+    out[2] = (float)vx__clamp(0.55 + 0.42 * n[1], 0.0, 1.0);
+    out[3] = (float)vx__clamp(0.55 + 0.42 * n[2], 0.0, 1.0);
+}
+
+/* ---- sh-glass: a glassy torus whose colour depends on the view ------------------------- */
+
+void vx_sh2_from_quadratic(double c, const double lin[3], const double q[9], float k[9]) {
+    const double C0 = 0.28209479177387814, C1 = 0.4886025119029199;
+    const double A = 1.0925484305920792, B6 = 0.31539156525252005, B8 = 0.5462742152960396;
+    double qxx = q[0], qyy = q[4], qzz = q[8];
+    double qxy = 0.5 * (q[1] + q[3]), qyz = 0.5 * (q[5] + q[7]), qxz = 0.5 * (q[2] + q[6]);
+    /* on the unit sphere: zz = 1/3 + b6/(3 B6), xx,yy = 1/3 - b6/(6 B6) +- b8/(2 B8),
+     * xy = b4/A, yz = -b5/A, xz = -b7/A, x = -b3/C1, y = -b1/C1, z = b2/C1, 1 = b0/C0 */
+    k[0] = (float)((c + (qxx + qyy + qzz) / 3.0) / C0);
+    k[1] = (float)(-lin[1] / C1);
+    k[2] = (float)(lin[2] / C1);
+    k[3] = (float)(-lin[0] / C1);
+    k[4] = (float)(2.0 * qxy / A);
+    k[5] = (float)(-2.0 * qyz / A);
+    k[6] = (float)((2.0 * qzz - qxx - qyy) / (6.0 * B6));
+    k[7] = (float)(-2.0 * qxz / A);
+    k[8] = (float)((qxx - qyy) / (2.0 * B8));
+}
+
+#define VX__TORUS_R 0.56  /* ring radius */
+#define VX__TORUS_r 0.27  /* tube radius */
+#define VX__GLASS_HW 0.035 /* half width of the dense skin */
+
+static void vx__glass_voxel(const vx__gen_ctx *c, const double p[3], float *out) {
+    (void)c;
+    /* torus about the y axis: signed distance and outward normal */
+    double rho = sqrt(p[0] * p[0] + p[2] * p[2]);
+    double qx = rho - VX__TORUS_R, qy = p[1], ql = sqrt(qx * qx + qy * qy);
+    double sd = ql - VX__TORUS_r;
+    double n[3] = {0, 1, 0};
+    if (ql > 1e-9 && rho > 1e-9) {
+        n[0] = qx / ql * p[0] / rho; n[1] = qy / ql; n[2] = qx / ql * p[2] / rho;
+    }
+    /* a dense skin plus a light filling */
+    double dens = vx__bump(sd / VX__GLASS_HW) + 0.06 * (1.0 - vx__smoothstep(-0.03, 0.03, sd));
+    out[0] = (float)dens;
+
+    /* colour(d) = base + spec * ((d.w)^2 + d.w)/2 + rim * (1 - (d.n)^2) + tint . d, d the
+     * ray direction, w the mirror of the light about the normal (a highlight where the
+     * reflected ray meets the light), rim a Fresnel-like sheen at grazing angles, tint a
+     * per-channel drift across view directions. All quadratic in d: exact in SH 2. */
+    static const double light[3] = {-0.45, 0.78, 0.43};
+    static const double base[3] = {0.04, 0.30, 0.42}, spec[3] = {0.95, 0.90, 0.80};
+    static const double rim[3] = {0.75, 0.10, 0.50};
+    static const double tint[3][3] = {{0.22, 0.0, 0.10}, {0.0, -0.10, -0.15}, {-0.20, 0.05, 0.0}};
+    double nl = vx__dot3(n, light), w[3];
+    for (int i = 0; i < 3; i++) w[i] = light[i] - 2.0 * nl * n[i];
+    for (int ch = 0; ch < 3; ch++) {
+        double lin[3], q[9];
+        for (int i = 0; i < 3; i++) {
+            lin[i] = 0.5 * spec[ch] * w[i] + tint[ch][i];
+            for (int j = 0; j < 3; j++) q[3 * i + j] = 0.5 * spec[ch] * w[i] * w[j] - rim[ch] * n[i] * n[j];
+        }
+        /* the plenoxels activation adds 0.5: take it off the constant */
+        double c0 = base[ch] + rim[ch] - 0.5;
+        vx_sh2_from_quadratic(c0, lin, q, out + 1 + 9 * ch);
+    }
+}
+
+/* ---- cloud: fractal noise in a soft envelope ------------------------------------------- */
+
+static void vx__cloud_voxel(const vx__gen_ctx *c, const double p[3], float *out) {
+    double e[3] = {p[0] / 0.95, p[1] / 0.72, p[2] / 0.95};
+    double env = 1.0 - vx__smoothstep(0.35, 1.0, sqrt(vx__dot3(e, e)));
+    double dens = 0.0;
+    if (env > 0.0) {
+        double f = vx__fbm(c, 3.0 * p[0] + 3.7, 3.0 * p[1] + 1.3, 3.0 * p[2] - 2.1, 6);
+        dens = fmax(0.0, env * (0.35 + 3.5 * f) - 0.04);
+    }
+    out[0] = (float)dens;
+    /* soft colours: peach to lavender by a slow noise, brighter towards the top */
+    double t = vx__clamp(0.5 + 1.4 * vx__fbm(c, 0.9 * p[0] - 4.2, 0.9 * p[1] + 7.7, 0.9 * p[2] + 0.6, 2),
+                         0.0, 1.0);
+    static const double a[3] = {1.00, 0.76, 0.66}, b[3] = {0.60, 0.70, 1.00};
+    double light = 0.72 + 0.28 * vx__clamp(0.5 + 0.5 * p[1], 0.0, 1.0);
+    for (int i = 0; i < 3; i++) out[1 + i] = (float)vx__clamp(light * (a[i] + t * (b[i] - a[i])), 0.0, 1.0);
+}
+
+/* ---- phantom: the 3-D modified Shepp-Logan head ----------------------------------------- */
+
+/* A, semi-axes a b c, centre x0 y0 z0, Euler angles phi theta psi (degrees): the usual
+ * "modified Shepp-Logan" table (Toft's contrast) of the 3-D phantom. */
+static const double vx__shepp[10][10] = {
+    {1.0, .6900, .920, .810, 0, 0, 0, 0, 0, 0},
+    {-.8, .6624, .874, .780, 0, -.0184, 0, 0, 0, 0},
+    {-.2, .1100, .310, .220, .22, 0, 0, -18, 0, 10},
+    {-.2, .1600, .410, .280, -.22, 0, 0, 18, 0, 10},
+    {.1, .2100, .250, .410, 0, .35, -.15, 0, 0, 0},
+    {.1, .0460, .046, .050, 0, .1, .25, 0, 0, 0},
+    {.1, .0460, .046, .050, 0, -.1, .25, 0, 0, 0},
+    {.1, .0460, .023, .050, -.08, -.605, 0, 0, 0, 0},
+    {.1, .0230, .023, .020, 0, -.606, 0, 0, 0, 0},
+    {.1, .0230, .046, .020, .06, -.605, 0, 0, 0, 0},
+};
+
+/* Value at p. Each ellipsoid adds A times its coverage: 1 inside, 0 outside, a linear
+ * ramp over one lattice spacing h across the surface (first-order distance r-1 / |grad r|)
+ * so edges are antialiased instead of staircased; h = 0 gives the exact indicator. */
+
+#define VX__AA 2.0
+static double vx__phantom_value(const double p[3], double h) {
+    double v = 0.0;
+    for (int k = 0; k < 10; k++) {
+        const double *e = vx__shepp[k];
+        double ph = e[7] * M_PI / 180.0, th = e[8] * M_PI / 180.0, ps = e[9] * M_PI / 180.0;
+        double cph = cos(ph), sph = sin(ph), cth = cos(th), sth = sin(th), cps = cos(ps), sps = sin(ps);
+        /* rotation of phantom3d (z-x-z Euler angles), applied about the ellipsoid centre */
+        double R[9] = {cps * cph - cth * sph * sps, cps * sph + cth * cph * sps, sps * sth,
+                       -sps * cph - cth * sph * cps, -sps * sph + cth * cph * cps, cps * sth,
+                       sth * sph, -sth * cph, cth};
+        double d[3] = {p[0] - e[4], p[1] - e[5], p[2] - e[6]}, u[3], g[3] = {0, 0, 0};
+        double ax[3] = {e[1], e[2], e[3]}, qf = 0.0;
+        for (int i = 0; i < 3; i++) {
+            u[i] = R[3 * i] * d[0] + R[3 * i + 1] * d[1] + R[3 * i + 2] * d[2];
+            qf += (u[i] / ax[i]) * (u[i] / ax[i]);
+        }
+        double r = sqrt(qf), cov;
+        if (h <= 0.0 || r < 0.5) {
+            cov = qf <= 1.0 ? 1.0 : 0.0;
+        } else {
+            /* grad r = R^T (u / a^2) / r */
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++) g[j] += R[3 * i + j] * u[i] / (ax[i] * ax[i]) / r;
+            double gl = sqrt(vx__dot3(g, g));
+            double dist = (r - 1.0) / gl;
+            cov = vx__clamp(0.5 - dist / (VX__AA * h), 0.0, 1.0);
+        }
+        v += e[0] * cov;
+    }
+    return v;
+}
+
+static void vx__phantom_voxel(const vx__gen_ctx *c, const double p[3], float *out) {
+    out[0] = (float)vx__phantom_value(p, c->h);
+}
+
+/* ---- the scene table -------------------------------------------------------------------- */
+
+typedef void (*vx__voxel_fn)(const vx__gen_ctx *, const double p[3], float *out);
+
+typedef struct {
+    const char *name;
+    int channels;
+    vx__voxel_fn fn;
+    void (*settings)(vx_scene *s);
+} vx__scene_def;
+
+static void vx__camera(vx_scene *s, double ex, double ey, double ez, double fov) {
+    s->has_camera = 1;
+    s->eye[0] = ex; s->eye[1] = ey; s->eye[2] = ez;
+    s->target[0] = s->target[1] = s->target[2] = 0.0;
+    s->up[0] = 0.0; s->up[1] = 1.0; s->up[2] = 0.0;
+    s->fov_deg = fov;
+}
+
+static void vx__rgba(vx_scene *s, float density_scale) {
+    s->dec.type = VX_DEC_RGBA;
+    s->dec.density_act = VX_DACT_RELU;
+    s->dec.color_act = VX_CACT_CLAMP;
+    s->dec.density_scale = density_scale;
+}
+
+static void vx__bg(vx_scene *s, float r, float g, float b) {
+    s->background[0] = r; s->background[1] = g; s->background[2] = b;
+}
+
+static void vx__orbs_settings(vx_scene *s) {
+    vx__rgba(s, 30.0f);
+    vx__bg(s, 0.96f, 0.96f, 0.97f);
+    vx__camera(s, 1.75, 1.05, 2.1, 40);
+}
+
+static void vx__shell_settings(vx_scene *s) {
+    vx__rgba(s, 40.0f);
+    vx__bg(s, 0.08f, 0.08f, 0.10f);
+    vx__camera(s, 1.8, 1.0, 2.1, 40);
+}
+
+static void vx__glass_settings(vx_scene *s) {
+    s->dec.type = VX_DEC_SH;
+    s->dec.sh_degree = 2;
+    s->dec.density_act = VX_DACT_RELU;
+    s->dec.color_act = VX_CACT_PLENOXELS;
+    s->dec.density_scale = 14.0f;
+    vx__bg(s, 0.06f, 0.06f, 0.08f);
+    vx__camera(s, 1.5, 1.15, 2.2, 40);
+}
+
+static void vx__cloud_settings(vx_scene *s) {
+    vx__rgba(s, 8.0f);
+    vx__bg(s, 0.16f, 0.20f, 0.34f);
+    vx__camera(s, 1.8, 0.9, 2.2, 40);
+}
+
+static void vx__phantom_settings(vx_scene *s) {
+    /* window [0, 1] is the phantom's full range: 0 air and ventricles, 0.2 brain,
+     * 0.3 the small features, 1 skull. Skull a faint veil, brain a thin haze, the
+     * features solid and warm. */
+    static const float tf[][5] = {
+        {0.00f, 0.10f, 0.20f, 0.50f, 0.0f},  {0.20f, 0.30f, 0.50f, 0.95f, 1.0f},
+        {0.24f, 0.35f, 0.55f, 0.95f, 1.0f},  {0.30f, 1.00f, 0.55f, 0.15f, 6.0f},
+        {0.40f, 1.00f, 0.70f, 0.25f, 6.0f}, {0.55f, 0.90f, 0.90f, 0.90f, 0.0f},
+        {0.90f, 0.90f, 0.90f, 0.90f, 0.0f}, {1.00f, 0.90f, 0.92f, 1.00f, 0.6f},
+    };
+    s->dec.type = VX_DEC_SCALAR;
+    s->dec.density_scale = 1.0f;
+    s->dec.window_lo = 0.0f;
+    s->dec.window_hi = 1.0f;
+    s->dec.tf_n = (int)(sizeof tf / sizeof tf[0]);
+    memcpy(s->dec.tf, tf, sizeof tf);
+    vx__bg(s, 0.0f, 0.0f, 0.0f);
+    vx__camera(s, 1.5, 1.1, 2.9, 40);
+}
+
+static const vx__scene_def vx__scenes[] = {
+    {"orbs", 4, vx__orbs_voxel, vx__orbs_settings},
+    {"shell", 4, vx__shell_voxel, vx__shell_settings},
+    {"sh-glass", 28, vx__glass_voxel, vx__glass_settings},
+    {"cloud", 4, vx__cloud_voxel, vx__cloud_settings},
+    {"phantom", 1, vx__phantom_voxel, vx__phantom_settings},
+};
+#define VX__NSCENES ((int)(sizeof vx__scenes / sizeof vx__scenes[0]))
+
+const char *vx_make_scene_names(void) { return "orbs, shell, sh-glass, cloud, phantom"; }
+
+int vx_make_scene(const char *name, int res, vx_grid *g, vx_scene *s) {
+    const vx__scene_def *def = NULL;
+    for (int i = 0; i < VX__NSCENES; i++)
+        if (name && strcmp(name, vx__scenes[i].name) == 0) def = &vx__scenes[i];
+    if (!def) return vx_error("make-scene: unknown scene '%s' (known: %s)", name ? name : "", vx_make_scene_names());
+    if (res < VX_MAKE_SCENE_RES_MIN || res > VX_MAKE_SCENE_RES_MAX)
+        return vx_error("make-scene: resolution %d is outside %d..%d", res, VX_MAKE_SCENE_RES_MIN,
+                        VX_MAKE_SCENE_RES_MAX);
+
+    char source[64];
+    snprintf(source, sizeof source, "make-scene %s", def->name);
+    vx_grid tmp;
+    memset(&tmp, 0, sizeof tmp);
+    if (vx_grid_alloc(&tmp, res, res, res, def->channels, source)) return -1;
+    vx_grid_set_bbox(&tmp, vx__box_lo, vx__box_hi, 1);
+    tmp.src_dtype = VX_DT_F32;
+
+    vx__gen_ctx ctx;
+    vx__perm_init(&ctx, 0x5eed1234u);
+    ctx.h = (vx__box_hi[0] - vx__box_lo[0]) / (res - 1);
+    const int nc = def->channels;
+    float *data = tmp.data;
+    /* voxels are independent and each is computed the same way on any thread: the bytes
+     * do not depend on the thread count or schedule */
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int z = 0; z < res; z++) {
+        double p[3];
+        p[2] = vx__box_lo[2] + z * ctx.h;
+        for (int y = 0; y < res; y++) {
+            p[1] = vx__box_lo[1] + y * ctx.h;
+            float *row = data + ((size_t)z * res + y) * (size_t)res * nc;
+            for (int x = 0; x < res; x++) {
+                p[0] = vx__box_lo[0] + x * ctx.h;
+                def->fn(&ctx, p, row + (size_t)x * nc);
+            }
+        }
+    }
+
+    /* scene settings (s->grid is only touched when it is g) */
+    vx_grid keep = s->grid;
+    memset(s, 0, sizeof *s);
+    s->grid = keep;
+    s->step = 0.5f;
+    def->settings(s);
+    snprintf(s->name, sizeof s->name, "%s", def->name);
+    snprintf(s->path, sizeof s->path, "%s", source);
+    *g = tmp;
+    return 0;
+}
+
+/* ---- writing: grid.npy + scene.json ----------------------------------------------------- */
+
+/* Numbers as the shortest decimal that reads back to the same float. */
+static cJSON *vx__num(double v) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.7g", v);
+    return cJSON_CreateNumber(strtod(buf, NULL));
+}
+
+static cJSON *vx__vec(const double *v, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++) cJSON_AddItemToArray(a, vx__num(v[i]));
+    return a;
+}
+
+static cJSON *vx__fvec(const float *v, int n) {
+    double d[8];
+    for (int i = 0; i < n && i < 8; i++) d[i] = v[i];
+    return vx__vec(d, n);
+}
+
+static cJSON *vx__decoder_json(const vx_decoder *d) {
+    static const char *dacts[] = {"relu", "softplus", "exp", "none"};
+    static const char *cacts[] = {"clamp", "sigmoid", "plenoxels"};
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return NULL;
+    if (d->type == VX_DEC_SCALAR) {
+        cJSON_AddStringToObject(j, "type", "scalar");
+        float win[2] = {d->window_lo, d->window_hi};
+        cJSON_AddItemToObject(j, "window", vx__fvec(win, 2));
+        cJSON *tf = cJSON_CreateArray();
+        for (int i = 0; tf && i < d->tf_n; i++) cJSON_AddItemToArray(tf, vx__fvec(d->tf[i], 5));
+        cJSON_AddItemToObject(j, "transfer_function", tf);
+    } else {
+        cJSON_AddStringToObject(j, "type", d->type == VX_DEC_SH ? "sh" : "rgba");
+        if (d->type == VX_DEC_SH) cJSON_AddNumberToObject(j, "degree", d->sh_degree);
+        cJSON_AddStringToObject(j, "density_activation", dacts[d->density_act]);
+        cJSON_AddStringToObject(j, "color_activation", cacts[d->color_act]);
+    }
+    cJSON_AddItemToObject(j, "density_scale", vx__num(d->density_scale));
+    return j;
+}
+
+/* The manifest text (malloc'd), or NULL with vx_error set. */
+static char *vx__manifest(const vx_grid *g, const vx_scene *s) {
+    (void)g;
+    cJSON *root = cJSON_CreateObject();
+    if (!root) { vx_error("make-scene: out of memory building scene.json"); return NULL; }
+    cJSON_AddStringToObject(root, "name", s->name);
+    cJSON_AddStringToObject(root, "grid", "grid.npy");
+    cJSON_AddItemToObject(root, "bbox_min", vx__vec(vx__box_lo, 3));
+    cJSON_AddItemToObject(root, "bbox_max", vx__vec(vx__box_hi, 3));
+    cJSON_AddBoolToObject(root, "align_corners", 1);
+    cJSON_AddItemToObject(root, "decoder", vx__decoder_json(&s->dec));
+    cJSON_AddItemToObject(root, "background", vx__fvec(s->background, 3));
+    cJSON_AddItemToObject(root, "step", vx__num(s->step));
+    if (s->has_camera) {
+        cJSON *cam = cJSON_CreateObject();
+        cJSON_AddItemToObject(cam, "eye", vx__vec(s->eye, 3));
+        cJSON_AddItemToObject(cam, "target", vx__vec(s->target, 3));
+        cJSON_AddItemToObject(cam, "up", vx__vec(s->up, 3));
+        cJSON_AddItemToObject(cam, "fov", vx__num(s->fov_deg));
+        cJSON_AddItemToObject(root, "camera", cam);
+    }
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text) { vx_error("make-scene: out of memory printing scene.json"); return NULL; }
+    size_t n = strlen(text);
+    char *out = malloc(n + 2);
+    if (out) { memcpy(out, text, n); out[n] = '\n'; out[n + 1] = 0; }
+    else vx_error("make-scene: out of memory printing scene.json");
+    cJSON_free(text);
+    return out;
+}
+
+int vx_make_scene_write(const char *dir, const vx_grid *g, const vx_scene *s, int half) {
+    char gpath[4096], jpath[4096], gtmp[4200], jtmp[4200];
+    if (!dir || !dir[0]) return vx_error("make-scene: empty output directory");
+    vx_path_join(dir, "grid.npy", gpath, sizeof gpath);
+    vx_path_join(dir, "scene.json", jpath, sizeof jpath);
+    if (strlen(dir) > 3900) return vx_error("%s: output directory name too long", dir);
+    if (vx_mkdirs_for(gpath)) return -1;
+    vx_temp_name(gpath, gtmp, sizeof gtmp);
+    vx_temp_name(jpath, jtmp, sizeof jtmp);
+
+    char *text = vx__manifest(g, s);
+    if (!text) return -1;
+    /* both files go to temporary names first; rename only when both are complete */
+    int rc = vx_npy_write_grid(gtmp, g, half);
+    if (rc == 0) rc = vx_write_file_atomic(jtmp, text, strlen(text));
+    free(text);
+    if (rc != 0) {
+        remove(gtmp);
+        remove(jtmp);
+        return -1;
+    }
+    if (vx_commit_temp(gtmp, gpath, 1)) { remove(jtmp); return -1; }
+    return vx_commit_temp(jtmp, jpath, 1);
+}
+
+/* ---- the command ------------------------------------------------------------------------ */
+
+static void vx__usage(FILE *f) {
+    fprintf(f,
+            "usage: voxray make-scene NAME -o DIR [--res N] [--half]\n"
+            "\n"
+            "Write a deterministic procedural sample scene: DIR/grid.npy and DIR/scene.json.\n"
+            "\n"
+            "  NAME          one of: %s\n"
+            "                  orbs      rgba: coloured soft spheres\n"
+            "                  shell     rgba: a thin shell with windows, most of the box empty\n"
+            "                  sh-glass  sh degree 2: a glassy torus whose colour changes with the view\n"
+            "                  cloud     rgba: fractal noise, partly transparent everywhere\n"
+            "                  phantom   scalar: the 3-D modified Shepp-Logan head phantom\n"
+            "  -o, --output DIR  directory to write (created if missing)\n"
+            "  --res N       lattice points per axis, %d..%d (default %d)\n"
+            "  --half        store the grid as float16 instead of float32\n"
+            "  -h, --help    this text\n",
+            vx_make_scene_names(), VX_MAKE_SCENE_RES_MIN, VX_MAKE_SCENE_RES_MAX,
+            VX_MAKE_SCENE_RES_DEFAULT);
+}
+
+static int vx__usage_error(const char *msg) {
+    fprintf(stderr, "voxray make-scene: %s (see voxray make-scene --help)\n", msg);
+    return 2;
+}
+
+int vx_cmd_make_scene(int argc, char **argv) {
+    const char *name = NULL, *dir = NULL;
+    int res = VX_MAKE_SCENE_RES_DEFAULT, half = 0;
+    char msg[512];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            vx__usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            if (i + 1 >= argc) return vx__usage_error("-o needs a directory");
+            dir = argv[++i];
+        } else if (!strcmp(a, "--res")) {
+            if (i + 1 >= argc) return vx__usage_error("--res needs a number");
+            if (vx_parse_int("--res", argv[++i], VX_MAKE_SCENE_RES_MIN, VX_MAKE_SCENE_RES_MAX, &res))
+                return vx__usage_error(vx_errmsg());
+        } else if (!strcmp(a, "--half")) {
+            half = 1;
+        } else if (a[0] == '-' && a[1]) {
+            snprintf(msg, sizeof msg, "unknown option '%s'", a);
+            return vx__usage_error(msg);
+        } else if (!name) {
+            name = a;
+        } else {
+            snprintf(msg, sizeof msg, "unexpected argument '%s'", a);
+            return vx__usage_error(msg);
+        }
+    }
+    if (!name) return vx__usage_error("which scene? NAME is one of: orbs, shell, sh-glass, cloud, phantom");
+    int known = 0;
+    for (int i = 0; i < VX__NSCENES; i++) known |= !strcmp(name, vx__scenes[i].name);
+    if (!known) {
+        snprintf(msg, sizeof msg, "unknown scene '%s' (known: %s)", name, vx_make_scene_names());
+        return vx__usage_error(msg);
+    }
+    if (!dir) return vx__usage_error("-o DIR is required");
+
+    vx_scene s;
+    memset(&s, 0, sizeof s);
+    if (vx_make_scene(name, res, &s.grid, &s) || vx_make_scene_write(dir, &s.grid, &s, half)) {
+        fprintf(stderr, "voxray make-scene: %s\n", vx_errmsg());
+        vx_grid_free(&s.grid);
+        return 1;
+    }
+    char gpath[4096], jpath[4096];
+    vx_path_join(dir, "grid.npy", gpath, sizeof gpath);
+    vx_path_join(dir, "scene.json", jpath, sizeof jpath);
+    double mib = (double)vx_grid_count(&s.grid) * (half ? 2.0 : 4.0) / (1024.0 * 1024.0);
+    printf("make-scene: wrote %s (%d x %d x %d x %d %s, %.1f MiB) and %s\n", gpath, res, res, res,
+           s.grid.nc, half ? "float16" : "float32", mib, jpath);
+    vx_grid_free(&s.grid);
+    return 0;
+}

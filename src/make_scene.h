@@ -1,0 +1,41 @@
+/* make_scene.h - deterministic procedural sample scenes (orbs, shell, sh-glass, cloud,
+ * phantom) built in memory. `voxray make-scene` writes them to disk; tests and
+ * benchmarks call vx_make_scene() directly. */
+#ifndef VX_MAKE_SCENE_H
+#define VX_MAKE_SCENE_H
+
+#include "grid.h"
+#include "scene.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VX_MAKE_SCENE_RES_MIN 8
+#define VX_MAKE_SCENE_RES_MAX 1024
+#define VX_MAKE_SCENE_RES_DEFAULT 128
+
+/* "orbs, shell, sh-glass, cloud, phantom" (for help text and errors). */
+const char *vx_make_scene_names(void);
+
+/* Build scene `name` at res^3 lattice points in [-1,1]^3 (align_corners): the grid into
+ * *g (allocated here; free with vx_grid_free) and the decoder, background, step, camera
+ * and name into *s. g may be &s->grid; other fields of s->grid are left alone.
+ * The result depends only on (name, res): same bytes on every run and thread count.
+ * Returns 0, or -1 with vx_error set (unknown name, res out of 8..1024, no memory). */
+int vx_make_scene(const char *name, int res, vx_grid *g, vx_scene *s);
+
+/* Write DIR/grid.npy (float16 when half) and DIR/scene.json for a built scene; both are
+ * written to temporary files first and renamed only when both succeeded. */
+int vx_make_scene_write(const char *dir, const vx_grid *g, const vx_scene *s, int half);
+
+/* The nine degree-2 SH coefficients (svox2 order, see vx_sh_basis) of the function
+ * f(d) = c + lin·d + dᵀ Q d on the unit sphere (Q symmetric, row-major 3x3). Exact:
+ * sum_i k[i] * b_i(d) == f(d) for every unit d. sh-glass uses it to paint highlights. */
+void vx_sh2_from_quadratic(double c, const double lin[3], const double q[9], float k[9]);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
