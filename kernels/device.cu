@@ -94,6 +94,24 @@ extern "C" int vx_cuda_to_half(const float *d_src, void *d_dst, size_t n) {
     return 0;
 }
 
+__global__ void vx_fill_uniform_kernel(float *__restrict__ d, size_t n, unsigned seed, float lo, float hi) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    /* splitmix-style hash of the index: independent values, reproducible for a seed */
+    unsigned long long z = (unsigned long long)i + 0x9e3779b97f4a7c15ull * (seed + 1ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    d[i] = lo + (hi - lo) * (float)(z >> 40) * (1.0f / 16777216.0f);
+}
+
+extern "C" int vx_cuda_fill_uniform(float *d, size_t n, unsigned seed, float lo, float hi) {
+    if (n == 0) return 0;
+    vx_fill_uniform_kernel<<<vx_ceil_div(n, 256), 256>>>(d, n, seed, lo, hi);
+    VX_LAUNCH_CHECK("vx_fill_uniform_kernel");
+    return 0;
+}
+
 /* ---- timers ----------------------------------------------------------------------- */
 
 struct vx_cuda_timer {

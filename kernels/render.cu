@@ -22,7 +22,7 @@ struct vx_cuda_volume {
     size_t occ_count;
     float *d_rgb, *d_alpha, *d_depth;
     size_t npix_cap;
-    unsigned long long *d_counters; /* samples, rays that met the box */
+    unsigned long long *d_counters; /* samples, rays that sampled the volume */
     cudaEvent_t ev0, ev1;
 };
 
@@ -141,7 +141,6 @@ vx_render_kernel(const vx_march_params m, const vx_camera cam, const T *__restri
         float acc[3] = {0.0f, 0.0f, 0.0f}, T_ = 1.0f, depth = 0.0f, t0, t1;
         vx_vec3 oi = vx_affine_point(m.w2i, o), di = vx_affine_dir(m.w2i, d);
         if (vx_ray_box(m.box_lo, m.box_hi, oi, di, &t0, &t1)) {
-            hit = 1;
             int n = vx_segment_count(t1 - t0, m.dt);
             float raw[NC], rgb[3];
             for (int k = 0; k < n; k++) {
@@ -170,6 +169,7 @@ vx_render_kernel(const vx_march_params m, const vx_camera cam, const T *__restri
                 if (T_ < m.stop) break;
             }
         }
+        hit = samples > 0 || T_ < 1.0f; /* as render_cpu.c counts it */
         size_t px = (size_t)i * cam.width + j;
         for (int c = 0; c < 3; c++) out_rgb[px * 3 + c] = acc[c] + T_ * m.bg[c];
         out_alpha[px] = 1.0f - T_;
@@ -374,4 +374,12 @@ extern "C" void vx_cuda_volume_destroy(vx_cuda_volume *cv) {
     if (cv->ev0) cudaEventDestroy(cv->ev0);
     if (cv->ev1) cudaEventDestroy(cv->ev1);
     free(cv);
+}
+
+/* The device frame buffers of the last render (the viewer's interop reads them). */
+extern "C" int vx_cuda_volume_frame(const vx_cuda_volume *cv, const float **d_rgb, const float **d_alpha) {
+    if (!cv->d_rgb) return vx_error("cuda render: no frame has been rendered into this volume yet");
+    *d_rgb = cv->d_rgb;
+    *d_alpha = cv->d_alpha;
+    return 0;
 }

@@ -45,6 +45,8 @@ int vx_cuda_download(void *h, const void *d, size_t bytes);
 int vx_cuda_copy(void *d_dst, const void *d_src, size_t bytes); /* device to device */
 int vx_cuda_zero(void *d, size_t bytes);
 int vx_cuda_sync(void);
+/* Fill n floats with uniform values in [lo, hi) from a counter hash of (seed, index). */
+int vx_cuda_fill_uniform(float *d, size_t n, unsigned seed, float lo, float hi);
 /* float32 -> float16 on the device (round to nearest even). */
 int vx_cuda_to_half(const float *d_src, void *d_dst, size_t n);
 typedef struct vx_cuda_timer vx_cuda_timer;

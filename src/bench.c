@@ -1,0 +1,175 @@
+/* bench.c - `voxray bench`: dispatches `bench kernels` (bench_kernels.c) and times
+ * `bench render SCENE...`: ms/frame, frames/s, samples/s and samples per ray on the
+ * CUDA renderer (kernel time from CUDA events, plus one frame with the copy back), or
+ * on the CPU backend when asked or when no device is usable. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend.h"
+#include "bench.h"
+#include "cli.h"
+#include "commands.h"
+#include "vx_common.h"
+#ifdef VX_HAVE_CUDA
+#include "vx_cuda.h"
+#endif
+
+#define VX_BENCH_MAX_SIZES 8
+
+static double vx__now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void vx__bench_help(void) {
+    printf("usage: voxray bench kernels [--quick] [--no-torch]\n"
+           "       voxray bench render SCENE... [--size WxH]... [--frames N] [options]\n"
+           "Render timings: median ms/frame of N frames (default 50) for each scene and size\n"
+           "(--size may repeat; default 800x800), samples per second and per ray that met\n"
+           "the volume; the CUDA time is the kernel alone (events), 'e2e' adds the copy back.\n\n%s",
+           vx_cli_common_help());
+}
+
+static int vx__cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One scene at one size: prints a table row. */
+static int vx__bench_one(const vx_cli_common *cc, const vx_scene *s, int w, int h, int frames, int use_cuda) {
+    vx_camera cam;
+    if (vx_cli_camera(cc, s, w, h, &cam)) return -1;
+    double *t = vx_calloc((size_t)frames, sizeof *t, "frame times");
+    if (!t) return -1;
+    long long samples = 0, hit = 0;
+    double e2e = 0, empty = 0;
+    int rc = -1;
+    vx_frame f = {0};
+    if (vx_frame_alloc(&f, w, h, 0)) goto done;
+#ifdef VX_HAVE_CUDA
+    if (use_cuda) {
+        vx_volume v;
+        vx_cuda_volume *cv = NULL;
+        if (vx_volume_prepare(&v, s, &cc->ropts)) goto done;
+        empty = v.occ_empty_fraction;
+        if (vx_cuda_volume_create(&cv, &v, &s->grid, cc->ropts.half)) { vx_volume_free(&v); goto done; }
+        int ok = 1;
+        for (int i = -3; i < frames && ok; i++) { /* three warm-up frames */
+            float ms;
+            ok = !vx_cuda_render_device(cv, &cam, 0, &ms, &samples, &hit);
+            if (i >= 0) t[i] = ms;
+        }
+        double t0 = vx__now();
+        ok = ok && !vx_cuda_render(cv, &cam, &f);
+        e2e = (vx__now() - t0) * 1e3;
+        vx_cuda_volume_destroy(cv);
+        vx_volume_free(&v);
+        if (!ok) goto done;
+    } else
+#endif
+    {
+        vx_renderer *r = NULL;
+        (void)use_cuda;
+        if (vx_renderer_create(&r, s, &cc->ropts, VX_BACKEND_CPU)) goto done;
+        empty = vx_renderer_volume(r)->occ_empty_fraction;
+        int ok = 1;
+        for (int i = -1; i < frames && ok; i++) {
+            double t0 = vx__now();
+            ok = !vx_renderer_render(r, &cam, &f);
+            if (i >= 0) t[i] = (vx__now() - t0) * 1e3;
+        }
+        samples = f.samples;
+        hit = f.rays_hit;
+        vx_renderer_destroy(r);
+        if (!ok) goto done;
+    }
+    qsort(t, (size_t)frames, sizeof *t, vx__cmp_double);
+    double med = t[frames / 2];
+    printf("  %-10s %4dx%-4d %4dx%-4d %-5s %9.3f %9.0f %9.3f %10.2f %8.1f %6.0f%%\n", s->name, s->grid.nx,
+           s->grid.nz, w, h, cc->ropts.half ? "f16" : "f32", med, 1e3 / med, e2e, samples / (med * 1e-3) / 1e9,
+           hit ? (double)samples / hit : 0.0, 100 * empty);
+    rc = 0;
+done:
+    vx_frame_free(&f);
+    free(t);
+    return rc;
+}
+
+static int vx__bench_render(int argc, char **argv) {
+    vx_cli_common cc;
+    vx_cli_common_init(&cc);
+    const char *scenes[64];
+    int nscenes = 0, frames = 50, nsizes = 0, sizes[VX_BENCH_MAX_SIZES][2];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { vx__bench_help(); return 0; }
+        if (!strcmp(a, "--frames")) {
+            if (i + 1 >= argc || vx_parse_int("--frames", argv[++i], 1, 100000, &frames)) goto bad;
+            continue;
+        }
+        if (!strcmp(a, "--size")) {
+            if (nsizes == VX_BENCH_MAX_SIZES) { vx_error("--size: at most %d sizes", VX_BENCH_MAX_SIZES); goto bad; }
+            if (i + 1 >= argc || vx_parse_size("--size", argv[++i], &sizes[nsizes][0], &sizes[nsizes][1])) goto bad;
+            nsizes++;
+            continue;
+        }
+        int r = vx_cli_parse_common(&cc, &i, argc, argv);
+        if (r < 0) goto bad;
+        if (r > 0) continue;
+        if (a[0] == '-') { fprintf(stderr, "voxray: bench render: unknown option '%s'\n", a); return 2; }
+        if (nscenes == 64) { fprintf(stderr, "voxray: bench render: at most 64 scenes\n"); return 2; }
+        scenes[nscenes++] = a;
+    }
+    if (!nscenes) { fprintf(stderr, "voxray: bench render: no scene given (see --help)\n"); return 2; }
+    if (!nsizes) { sizes[0][0] = cc.width > 0 ? cc.width : 800; sizes[0][1] = cc.height > 0 ? cc.height : 800; nsizes = 1; }
+    int use_cuda = 0;
+    char info[256] = "built without CUDA";
+#ifdef VX_HAVE_CUDA
+    use_cuda = cc.backend != VX_BACKEND_CPU && vx_cuda_probe(info, sizeof info);
+#endif
+    if (cc.backend == VX_BACKEND_CUDA && !use_cuda) {
+        fprintf(stderr, "voxray: bench render: --backend cuda: no usable CUDA device (%s)\n", info);
+        return 1;
+    }
+    if (!use_cuda && cc.backend == VX_BACKEND_AUTO)
+        vx_warn("bench render: using the CPU backend (%s)", info);
+    if (use_cuda) {
+        double gbs;
+        if (vx_bench_copy_bandwidth(&gbs)) goto fail;
+        printf("device: %s; device-to-device copy %.0f GB/s\n", info, gbs);
+    } else {
+        printf("backend: cpu\n");
+    }
+    printf("  %-10s %-9s %-9s %-5s %9s %9s %9s %10s %8s %7s\n", "scene", "grid", "size", "store", "ms/frame",
+           "frames/s", "e2e ms", "Gsamples/s", "spp ray", "empty");
+    for (int k = 0; k < nscenes; k++) {
+        vx_scene s;
+        cc.scene_path = scenes[k];
+        if (vx_cli_load_scene(&cc, &s)) goto fail;
+        for (int z = 0; z < nsizes; z++)
+            if (vx__bench_one(&cc, &s, sizes[z][0], sizes[z][1], frames, use_cuda)) { vx_scene_free(&s); goto fail; }
+        vx_scene_free(&s);
+    }
+    return 0;
+bad:
+    fprintf(stderr, "voxray: bench render: %s\n", vx_errmsg());
+    return 2;
+fail:
+    fprintf(stderr, "voxray: bench render: %s\n", vx_errmsg());
+    return 1;
+}
+
+int vx_cmd_bench(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        vx__bench_help();
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "kernels")) return vx_bench_kernels(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "render")) return vx__bench_render(argc - 1, argv + 1);
+    fprintf(stderr, "voxray: bench: '%s' is not one of kernels, render\n", argv[1]);
+    return 2;
+}
