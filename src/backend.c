@@ -91,6 +91,15 @@ const char *vx_renderer_backend_name(const vx_renderer *r) {
 
 const vx_volume *vx_renderer_volume(const vx_renderer *r) { return &r->vol; }
 
+struct vx_cuda_volume *vx_renderer_cuda_volume(const vx_renderer *r) {
+#ifdef VX_HAVE_CUDA
+    return r->kind == VX_BACKEND_CUDA ? r->cuda : NULL;
+#else
+    (void)r;
+    return NULL;
+#endif
+}
+
 void vx_renderer_destroy(vx_renderer *r) {
     if (!r) return;
 #ifdef VX_HAVE_CUDA

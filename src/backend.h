@@ -26,6 +26,9 @@ int vx_renderer_render(vx_renderer *r, const vx_camera *c, vx_frame *f);
 int vx_renderer_set_opts(vx_renderer *r, const vx_render_opts *o);
 const char *vx_renderer_backend_name(const vx_renderer *r);
 const vx_volume *vx_renderer_volume(const vx_renderer *r);
+/* The CUDA volume behind a CUDA renderer (NULL for the CPU backend); the viewer renders
+ * from it straight into a GL pixel buffer (kernels/view_interop.cu). */
+struct vx_cuda_volume *vx_renderer_cuda_volume(const vx_renderer *r);
 void vx_renderer_destroy(vx_renderer *r);
 
 #ifdef __cplusplus
