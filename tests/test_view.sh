@@ -1,0 +1,99 @@
+#!/bin/sh
+# test_view.sh - `voxray view` under Xvfb with the CPU backend: scripted frames whose
+# screenshot must equal `voxray render` pixel for pixel (within 1/255), orbit, resize,
+# the four render modes, shader errors, and a clear failure without a display.
+# Run by tests/run_tests.sh (VOXRAY, BUILD set); prints "view: N passed, N failed".
+VOXRAY=${VOXRAY:-build/voxray}
+BUILD=${BUILD:-build}
+T=$(mktemp -d /tmp/voxray-view-XXXXXX)
+CMP=$T/png_compare
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+finish() {
+    rm -rf "$T"
+    echo "view: $pass passed, $fail failed"
+    [ "$fail" -eq 0 ]
+    exit $?
+}
+
+# Mesa's llvmpipe gives OpenGL 3.3 core under Xvfb; a fresh server per run, 24-bit.
+export LIBGL_ALWAYS_SOFTWARE=1
+xrun() { timeout 120 xvfb-run -a -s "-screen 0 1280x1024x24" "$@"; }
+
+if ! command -v xvfb-run >/dev/null 2>&1; then bad "xvfb-run not found (install xvfb xauth)"; finish; fi
+if ! cc -O2 -o "$CMP" tests/png_compare.c -lm; then bad "building tests/png_compare.c"; finish; fi
+if $VOXRAY view --help 2>&1 | grep -q "built without the viewer"; then
+    bad "$VOXRAY was built without the viewer (libglfw3-dev missing at build time)"
+    finish
+fi
+$VOXRAY make-scene orbs -o "$T/orbs" --res 40 >/dev/null || bad "make-scene orbs"
+$VOXRAY make-scene phantom -o "$T/phantom" --res 40 >/dev/null || bad "make-scene phantom"
+
+# same NAME VIEW_ARGS -- RENDER_ARGS: the viewer's screenshot equals the offline render
+same() {
+    name=$1; shift
+    va=""
+    while [ "$1" != "--" ]; do va="$va $1"; shift; done
+    shift
+    # shellcheck disable=SC2086
+    if ! xrun $VOXRAY view $va --backend cpu --screenshot "$T/$name.view.png" >"$T/$name.log" 2>&1; then
+        bad "$name: view failed"; cat "$T/$name.log"; return
+    fi
+    if ! $VOXRAY render "$@" --backend cpu -o "$T/$name.ref.png" -q 2>"$T/$name.rlog"; then
+        bad "$name: render failed"; cat "$T/$name.rlog"; return
+    fi
+    $CMP "$T/$name.view.png" "$T/$name.ref.png" --tol 1 && ok || bad "$name: viewer frame differs from voxray render"
+}
+
+# ---- the displayed frame is the rendered frame -----------------------------------------
+same frames "$T/orbs" --size 200x150 --frames 3 -- "$T/orbs" --size 200x150
+same camera "$T/orbs" --size 160x160 --frames 2 --eye 1.5,0.7,2.2 --target 0,0,0 --fov 45 \
+    -- "$T/orbs" --size 160x160 --eye 1.5,0.7,2.2 --target 0,0,0 --fov 45
+same scalar "$T/phantom" --size 150x170 --frames 2 --preset ct-soft --background 1,1,1 \
+    -- "$T/phantom" --size 150x170 --preset ct-soft --background 1,1,1
+# 4 frames at 15 degrees per frame from azimuth 10: the last one is at azimuth 55
+same orbit "$T/orbs" --size 180x120 --frames 4 --azimuth 10 --elevation 20 --orbit-speed 15 \
+    -- "$T/orbs" --size 180x120 --azimuth 55 --elevation 20
+# a resize halfway: the last frame is rendered at the new size
+same resize "$T/orbs" --size 200x150 --frames 4 --resize 130x170 -- "$T/orbs" --size 130x170
+grep -q "resized to framebuffer 130x170" "$T/resize.log" && ok || bad "resize: no resize line in the log"
+grep -q "display: cpu backend, frames uploaded with glTexSubImage2D" "$T/frames.log" && ok ||
+    bad "the display path is not reported on stderr"
+
+# ---- render modes ---------------------------------------------------------------------
+for m in depth opacity occupancy; do
+    if xrun $VOXRAY view "$T/orbs" --size 160x120 --frames 2 --mode $m --backend cpu \
+        --screenshot "$T/mode-$m.png" >"$T/mode-$m.log" 2>&1; then ok; else bad "mode $m failed"; cat "$T/mode-$m.log"; fi
+done
+$VOXRAY render "$T/orbs" --size 160x120 --backend cpu -o "$T/mode-colour.png" --opacity "$T/opacity-ref.png" -q ||
+    bad "render --opacity failed"
+# opacity mode shows the bytes of `render --opacity X.png`
+$CMP "$T/mode-opacity.png" "$T/opacity-ref.png" --tol 0 && ok || bad "opacity mode differs from render --opacity"
+for m in depth occupancy; do
+    $CMP "$T/mode-$m.png" "$T/mode-colour.png" --differ --tol 8 >/dev/null && ok || bad "mode $m looks like colour"
+done
+$CMP "$T/mode-depth.png" "$T/mode-opacity.png" --differ --tol 8 >/dev/null && ok || bad "depth mode looks like opacity"
+xrun $VOXRAY view "$T/orbs" --frames 1 --mode 9 >/dev/null 2>"$T/err"
+[ $? -eq 2 ] && grep -q "is not one of colour" "$T/err" && ok || bad "--mode 9 not refused"
+
+# ---- failures are clear and quick -----------------------------------------------------
+(unset DISPLAY WAYLAND_DISPLAY; timeout 20 $VOXRAY view "$T/orbs" --frames 1 --backend cpu) >/dev/null 2>"$T/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "no display available" "$T/err" && [ "$(grep -c . "$T/err")" -eq 1 ] && ok ||
+    { bad "no display: exit $rc (want 1, one line)"; cat "$T/err"; }
+mkdir -p "$T/badshaders"
+cp shaders/view.vert "$T/badshaders/"
+printf '#version 330 core\nout vec4 o;\nvoid main() { o = undefined_thing; }\n' >"$T/badshaders/view.frag"
+VOXRAY_SHADERS="$T/badshaders" xrun $VOXRAY view "$T/orbs" --frames 1 --backend cpu >/dev/null 2>"$T/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "view.frag: compile failed" "$T/err" && ok || { bad "broken shader: exit $rc"; cat "$T/err"; }
+xrun $VOXRAY view "$T/nothing-here" --frames 1 --backend cpu >/dev/null 2>"$T/err"
+[ $? -eq 1 ] && [ "$(grep -c . "$T/err")" -eq 1 ] && ok || { bad "missing scene"; cat "$T/err"; }
+$VOXRAY view "$T/orbs" --frames 0 >/dev/null 2>"$T/err"
+[ $? -eq 2 ] && grep -q -- "--frames" "$T/err" && ok || bad "--frames 0 not refused"
+$VOXRAY view "$T/orbs" --no-such-flag >/dev/null 2>"$T/err"
+[ $? -eq 2 ] && grep -q "no-such-flag" "$T/err" && ok || bad "unknown flag not refused"
+
+finish
