@@ -78,6 +78,71 @@ $CMP "$T/mode-depth.png" "$T/mode-opacity.png" --differ --tol 8 >/dev/null && ok
 xrun $VOXRAY view "$T/orbs" --frames 1 --mode 9 >/dev/null 2>"$T/err"
 [ $? -eq 2 ] && grep -q "is not one of colour" "$T/err" && ok || bad "--mode 9 not refused"
 
+# ---- interactive: keys and mouse through xdotool ----------------------------------------
+# Runs inside one Xvfb: start the viewer, drive it, press P after each step (the
+# screenshot is the displayed framebuffer) and keep a copy per step.
+cat >"$T/drive.sh" <<'EOF_DRIVE'
+V=$1; T=$2; SCENE=$3; shift 3
+$V view "$SCENE" --backend cpu --size 200x150 --screenshot "$T/i.png" "$@" >"$T/ilog" 2>&1 &
+pid=$!
+wid=$(timeout 20 xdotool search --sync --name "^voxray - " | head -n 1)
+[ -n "$wid" ] || { echo "drive: no viewer window"; kill $pid; exit 1; }
+shots() { grep -c "voxray: screenshot" "$T/ilog"; }
+idle() { # until the title says the full-resolution frame is shown again
+    i=0
+    while xdotool getwindowname "$wid" | grep -q moving && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+    sleep 0.3
+}
+snap() {
+    idle
+    n=$(shots); xdotool key --window "$wid" p
+    i=0; while [ "$(shots)" -le "$n" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+    cp "$T/i.png" "$T/$1"
+}
+drag() { # button dx: drag from the centre, reading the title while moving
+    xdotool mousemove --window "$wid" 100 75 mousedown "$1"
+    for k in 1 2 3 4 5 6 7 8; do
+        xdotool mousemove --window "$wid" $((100 + k * $2)) $((75 + k)); sleep 0.04
+        xdotool getwindowname "$wid" >>"$T/titles"
+    done
+    xdotool mouseup "$1"
+}
+snap start.png
+xdotool key --window "$wid" 3; snap opacity.png
+xdotool key --window "$wid" 1; drag 1 6; snap orbit.png
+xdotool key --window "$wid" r; snap reset.png
+drag 3 5; snap pan.png
+xdotool key --window "$wid" r; xdotool click --window "$wid" 4 4 4; snap zoom.png
+xdotool key --window "$wid" r; xdotool keydown --window "$wid" w; sleep 0.4; xdotool keyup --window "$wid" w; snap fly.png
+xdotool key --window "$wid" r b b; snap background.png
+xdotool key --window "$wid" b b bracketright bracketright bracketright; snap coarse.png
+xdotool key --window "$wid" bracketleft bracketleft bracketleft r Right Right Up; snap window.png
+xdotool key --window "$wid" h Escape 2>/dev/null
+i=0; while kill -0 $pid 2>/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+if kill -0 $pid 2>/dev/null; then echo "drive: Esc did not quit"; kill $pid; exit 1; fi
+wait $pid
+EOF_DRIVE
+if ! command -v xdotool >/dev/null 2>&1; then
+    bad "xdotool not found: the interactive checks need it (apt-get install xdotool)"
+else
+    for sc in orbs phantom; do
+        rm -f "$T"/*.png.i "$T/titles"
+        if xrun sh "$T/drive.sh" "$VOXRAY" "$T" "$T/$sc" >"$T/drive.log" 2>&1; then ok; else bad "$sc: interactive run"; cat "$T/drive.log" "$T/ilog"; continue; fi
+        $VOXRAY render "$T/$sc" --size 200x150 --backend cpu -o "$T/iref.png" --opacity "$T/iop.png" -q || bad "render $sc"
+        $CMP "$T/start.png" "$T/iref.png" >/dev/null && ok || bad "$sc: refined first frame differs from render"
+        $CMP "$T/reset.png" "$T/iref.png" >/dev/null && ok || bad "$sc: R does not restore the starting camera"
+        $CMP "$T/opacity.png" "$T/iop.png" --tol 0 >/dev/null && ok || bad "$sc: key 3 is not the opacity of render"
+        for st in orbit pan zoom fly background coarse; do
+            $CMP "$T/$st.png" "$T/iref.png" --differ --tol 2 >/dev/null && ok || bad "$sc: '$st' did not change the picture"
+        done
+        grep -q "(moving)" "$T/titles" && ok || bad "$sc: no reduced-resolution frame while dragging"
+        grep -q "Esc  *quit" "$T/ilog" && ok || bad "$sc: H printed no help"
+        if [ $sc = phantom ]; then
+            $CMP "$T/window.png" "$T/iref.png" --differ --tol 2 >/dev/null && ok || bad "phantom: the window keys changed nothing"
+        fi
+    done
+fi
+
 # ---- failures are clear and quick -----------------------------------------------------
 (unset DISPLAY WAYLAND_DISPLAY; timeout 20 $VOXRAY view "$T/orbs" --frames 1 --backend cpu) >/dev/null 2>"$T/err"
 rc=$?

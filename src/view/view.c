@@ -42,7 +42,7 @@ typedef struct {
     int params_dirty;            /* ropts / decoder changed: vx_renderer_set_opts */
     float data_lo, data_hi;      /* channel-0 range (scalar window keys) */
     /* speed */
-    double ms_per_px, last_ms, fps;
+    double ms_per_px, last_ms, frame_ms;
     long long last_samples, last_rays;
     /* flags */
     int frames, resize_w, resize_h;
@@ -276,8 +276,9 @@ static void vx__title(vx_viewer *v) {
     char t[600];
     double spr = v->last_rays > 0 ? (double)v->last_samples / v->last_rays : 0.0;
     int full = v->shown_w == v->fb_w && v->shown_h == v->fb_h;
-    snprintf(t, sizeof t, "voxray - %s - %dx%d%s - %.1f ms/frame - %.0f fps - %.1f samples/ray - %s - %s",
-             v->scene.name, v->shown_w, v->shown_h, full ? "" : " (moving)", v->last_ms, v->fps, spr,
+    snprintf(t, sizeof t, "voxray - %s - %dx%d%s - %.1f ms/frame - %.1f fps - %.1f samples/ray - %s - %s",
+             v->scene.name, v->shown_w, v->shown_h, full ? "" : " (moving)", v->frame_ms,
+             1000.0 / fmax(v->frame_ms, 1e-3), spr,
              vx_view_mode_name(v->mode), vx_renderer_backend_name(v->r));
     glfwSetWindowTitle(v->win, t);
 }
@@ -476,9 +477,8 @@ static int vx__loop(vx_viewer *v) {
             double t_present = vx__now();
             int shot = v->shot_pending;
             if (vx__present(v, v->screenshot) && v->frames && shot) return -1;
-            double frame_ms = v->last_ms + 1000.0 * (vx__now() - t_present);
-            double fps = 1000.0 / fmax(frame_ms, 1e-3);
-            v->fps = v->fps > 0 ? 0.7 * v->fps + 0.3 * fps : fps;
+            /* the whole frame: render, colour, upload, draw, swap */
+            v->frame_ms = v->last_ms + 1000.0 * (vx__now() - t_present);
             vx__title(v);
             rendered++;
             if (v->frames) {
