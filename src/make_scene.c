@@ -40,6 +40,7 @@ static double vx__dot3(const double a[3], const double b[3]) { return a[0] * b[0
 typedef struct {
     unsigned char perm[512]; /* a permutation of 0..255, repeated */
     double h;                /* lattice spacing in world units: 2 / (res - 1) */
+    double rot[10][9];       /* phantom: world -> ellipsoid-frame rotation per ellipsoid */
 } vx__gen_ctx;
 
 /* Fisher-Yates with a fixed xorshift32 stream: the same table on every machine. */
@@ -121,7 +122,7 @@ static void vx__orbs_voxel(const vx__gen_ctx *c, const double p[3], float *out) 
         const vx__orb *o = &vx__orbs[k];
         double d[3] = {p[0] - o->c[0], p[1] - o->c[1], p[2] - o->c[2]};
         double dist = sqrt(vx__dot3(d, d));
-        dens += vx__smoothstep(o->r, 0.55 * o->r, dist); /* solid core, soft rim */
+        dens += vx__smoothstep(o->r, 0.82 * o->r, dist); /* solid core, soft rim */
         /* baked soft lighting: brighter on the lit side, a little glow at the core */
         double lam = dist > 1e-9 ? vx__dot3(d, light) / dist : 0.0;
         double shade = 0.55 + 0.45 * vx__clamp(lam, -1.0, 1.0) + 0.25 * vx__bump(dist / (0.6 * o->r));
@@ -230,19 +231,23 @@ static void vx__glass_voxel(const vx__gen_ctx *c, const double p[3], float *out)
 /* ---- cloud: fractal noise in a soft envelope ------------------------------------------- */
 
 static void vx__cloud_voxel(const vx__gen_ctx *c, const double p[3], float *out) {
-    double e[3] = {p[0] / 0.95, p[1] / 0.72, p[2] / 0.95};
-    double env = 1.0 - vx__smoothstep(0.35, 1.0, sqrt(vx__dot3(e, e)));
+    double e[3] = {p[0] / 0.98, p[1] / 0.8, p[2] / 0.98};
+    double env = 1.0 - vx__smoothstep(0.25, 1.0, sqrt(vx__dot3(e, e)));
     double dens = 0.0;
     if (env > 0.0) {
-        double f = vx__fbm(c, 3.0 * p[0] + 3.7, 3.0 * p[1] + 1.3, 3.0 * p[2] - 2.1, 6);
-        dens = fmax(0.0, env * (0.35 + 3.5 * f) - 0.04);
+        /* domain warp: offset the lookup by a slower noise for swirled, wispy shapes */
+        double wx = vx__fbm(c, 1.3 * p[0] - 8.1, 1.3 * p[1] + 2.2, 1.3 * p[2] + 4.4, 3);
+        double wy = vx__fbm(c, 1.3 * p[0] + 6.3, 1.3 * p[1] - 5.5, 1.3 * p[2] - 1.7, 3);
+        double f = vx__fbm(c, 3.0 * p[0] + 3.7 + 1.2 * wx, 3.0 * p[1] + 1.3 + 1.2 * wy,
+                           3.0 * p[2] - 2.1, 5);
+        dens = env * (0.04 + vx__smoothstep(0.0, 0.3, f + 0.45 * env - 0.3));
     }
     out[0] = (float)dens;
     /* soft colours: peach to lavender by a slow noise, brighter towards the top */
     double t = vx__clamp(0.5 + 1.4 * vx__fbm(c, 0.9 * p[0] - 4.2, 0.9 * p[1] + 7.7, 0.9 * p[2] + 0.6, 2),
                          0.0, 1.0);
     static const double a[3] = {1.00, 0.76, 0.66}, b[3] = {0.60, 0.70, 1.00};
-    double light = 0.72 + 0.28 * vx__clamp(0.5 + 0.5 * p[1], 0.0, 1.0);
+    double light = 0.85 + 0.15 * vx__clamp(0.5 + 0.5 * p[1], 0.0, 1.0);
     for (int i = 0; i < 3; i++) out[1 + i] = (float)vx__clamp(light * (a[i] + t * (b[i] - a[i])), 0.0, 1.0);
 }
 
@@ -263,21 +268,31 @@ static const double vx__shepp[10][10] = {
     {.1, .0230, .046, .020, .06, -.605, 0, 0, 0, 0},
 };
 
-/* Value at p. Each ellipsoid adds A times its coverage: 1 inside, 0 outside, a linear
- * ramp over one lattice spacing h across the surface (first-order distance r-1 / |grad r|)
- * so edges are antialiased instead of staircased; h = 0 gives the exact indicator. */
-
-#define VX__AA 2.0
-static double vx__phantom_value(const double p[3], double h) {
-    double v = 0.0;
+/* Rotation of phantom3d (z-x-z Euler angles phi, theta, psi), applied here about the
+ * ellipsoid's centre. */
+static void vx__phantom_init(vx__gen_ctx *c) {
     for (int k = 0; k < 10; k++) {
         const double *e = vx__shepp[k];
         double ph = e[7] * M_PI / 180.0, th = e[8] * M_PI / 180.0, ps = e[9] * M_PI / 180.0;
         double cph = cos(ph), sph = sin(ph), cth = cos(th), sth = sin(th), cps = cos(ps), sps = sin(ps);
-        /* rotation of phantom3d (z-x-z Euler angles), applied about the ellipsoid centre */
         double R[9] = {cps * cph - cth * sph * sps, cps * sph + cth * cph * sps, sps * sth,
                        -sps * cph - cth * sph * cps, -sps * sph + cth * cph * cps, cps * sth,
                        sth * sph, -sth * cph, cth};
+        memcpy(c->rot[k], R, sizeof R);
+    }
+}
+
+/* Edge ramp width in lattice spacings: partial-volume antialiasing of the surfaces. */
+#define VX__AA 2.0
+
+/* Value at p. Each ellipsoid adds A times its coverage: 1 inside, 0 outside, a linear
+ * ramp over VX__AA lattice spacings h across the surface (first-order distance
+ * (r-1) / |grad r|) so edges are antialiased instead of staircased; h = 0 gives the
+ * exact indicator. */
+static double vx__phantom_value(const vx__gen_ctx *c, const double p[3], double h) {
+    double v = 0.0;
+    for (int k = 0; k < 10; k++) {
+        const double *e = vx__shepp[k], *R = c->rot[k];
         double d[3] = {p[0] - e[4], p[1] - e[5], p[2] - e[6]}, u[3], g[3] = {0, 0, 0};
         double ax[3] = {e[1], e[2], e[3]}, qf = 0.0;
         for (int i = 0; i < 3; i++) {
@@ -301,7 +316,8 @@ static double vx__phantom_value(const double p[3], double h) {
 }
 
 static void vx__phantom_voxel(const vx__gen_ctx *c, const double p[3], float *out) {
-    out[0] = (float)vx__phantom_value(p, c->h);
+    /* the sums are exact up to rounding: 1 - 0.8 - 0.2 must read as 0, not -5e-17 */
+    out[0] = (float)fmax(0.0, vx__phantom_value(c, p, c->h));
 }
 
 /* ---- the scene table -------------------------------------------------------------------- */
@@ -351,7 +367,7 @@ static void vx__glass_settings(vx_scene *s) {
     s->dec.sh_degree = 2;
     s->dec.density_act = VX_DACT_RELU;
     s->dec.color_act = VX_CACT_PLENOXELS;
-    s->dec.density_scale = 14.0f;
+    s->dec.density_scale = 10.0f;
     vx__bg(s, 0.06f, 0.06f, 0.08f);
     vx__camera(s, 1.5, 1.15, 2.2, 40);
 }
@@ -359,7 +375,7 @@ static void vx__glass_settings(vx_scene *s) {
 static void vx__cloud_settings(vx_scene *s) {
     vx__rgba(s, 8.0f);
     vx__bg(s, 0.16f, 0.20f, 0.34f);
-    vx__camera(s, 1.8, 0.9, 2.2, 40);
+    vx__camera(s, 1.65, 0.75, 1.95, 40);
 }
 
 static void vx__phantom_settings(vx_scene *s) {
@@ -412,6 +428,7 @@ int vx_make_scene(const char *name, int res, vx_grid *g, vx_scene *s) {
 
     vx__gen_ctx ctx;
     vx__perm_init(&ctx, 0x5eed1234u);
+    vx__phantom_init(&ctx);
     ctx.h = (vx__box_hi[0] - vx__box_lo[0]) / (res - 1);
     const int nc = def->channels;
     float *data = tmp.data;
