@@ -41,15 +41,6 @@ extern "C" int vx_cuda_quantize_rgba8(const float *d_rgb, int w, int h, unsigned
     return 0;
 }
 
-/* Stand-in until render.cu exposes its frame buffers; a strong definition there wins. */
-extern "C" __attribute__((weak)) int vx_cuda_volume_frame(const vx_cuda_volume *cv, const float **d_rgb,
-                                                          const float **d_alpha) {
-    (void)cv;
-    *d_rgb = *d_alpha = NULL;
-    return vx_error("the CUDA renderer does not expose its device frame (vx_cuda_volume_frame is "
-                    "not in render.cu yet)");
-}
-
 extern "C" int vx_cuda_render_rgba8(vx_cuda_volume *cv, const vx_camera *c, unsigned char *d_rgba8,
                                     long long *samples, long long *rays_hit) {
     const float *d_rgb, *d_alpha;

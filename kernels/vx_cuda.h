@@ -72,6 +72,25 @@ int vx_grid_gather_cuda(const vx_grid_desc *g, const void *d_grid, int half, con
 int vx_grid_scatter_cuda(const vx_grid_desc *g, const float *d_dout, const float *d_pts, int m,
                          void *d_dgrid, int half);
 
+/* ---- viewer display (kernels/view_interop.cu; owned by the viewer, issue 4) ---------- */
+/* Device pointers of the volume's frame buffers after vx_cuda_render_device: rgb (3 floats
+ * per pixel) and alpha, rows top to bottom. Implemented in render.cu, next to the buffers. */
+int vx_cuda_volume_frame(const vx_cuda_volume *cv, const float **d_rgb, const float **d_alpha);
+/* d_rgb (w*h*3 floats) -> d_rgba8 (w*h*4 bytes, alpha 255), rounding as vx_image_quantize. */
+int vx_cuda_quantize_rgba8(const float *d_rgb, int w, int h, unsigned char *d_rgba8);
+/* Render a frame straight into device memory as RGBA8 (the fused renderer, then the
+ * quantizer): the bytes `voxray render` writes, without a trip through the host. */
+int vx_cuda_render_rgba8(vx_cuda_volume *cv, const vx_camera *c, unsigned char *d_rgba8,
+                         long long *samples, long long *rays_hit);
+/* CUDA-GL interop on a GL pixel buffer object (a GLuint): register once (write-discard),
+ * map / unmap each frame, unregister before the buffer is resized. */
+typedef struct vx_cuda_gl_buffer vx_cuda_gl_buffer;
+int vx_cuda_gl_register(vx_cuda_gl_buffer **out, unsigned int gl_pbo);
+int vx_cuda_gl_map(vx_cuda_gl_buffer *b, unsigned char **d_ptr, size_t *bytes);
+int vx_cuda_gl_unmap(vx_cuda_gl_buffer *b);
+void vx_cuda_gl_unregister(vx_cuda_gl_buffer *b);
+/* ---- end of the viewer block -------------------------------------------------------- */
+
 #ifdef __cplusplus
 }
 #endif
