@@ -150,3 +150,8 @@ clean:
 	rm -rf build build-san
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ---- fuzzing: one libFuzzer target per volume reader (clang; FUZZ_TIME seconds each) ----
+.PHONY: fuzz
+fuzz:
+	$(Q)sh tests/fuzz/run_fuzz.sh

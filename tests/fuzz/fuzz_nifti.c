@@ -1,0 +1,7 @@
+/* fuzz_nifti.c - libFuzzer target for the nifti reader: each input is written as a
+ * .nii file and opened with vx_format_load (tests/fuzz/run_fuzz.sh builds and runs it). */
+#include "fuzz_common.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    return fuzz_volume(data, size, ".nii", NULL);
+}

@@ -1,0 +1,68 @@
+/* make_seeds.c - writes the fuzz seed corpus: small valid files of every format and
+ * variant (from tests/fmt_fixtures.h) into DIR/<format>/. run_fuzz.sh builds and runs it. */
+#include <sys/stat.h>
+
+#include "fmt_fixtures.h"
+
+static char dir[512];
+
+static void group(const char *root, const char *name) {
+    snprintf(dir, sizeof dir, "%s/%s", root, name);
+    mkdir(dir, 0777);
+    fx_setup(0x5eed, dir);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) { fprintf(stderr, "usage: make_seeds DIR\n"); return 2; }
+    mkdir(argv[1], 0777);
+    static const vx_dtype types[] = {VX_DT_U8, VX_DT_I16, VX_DT_U32, VX_DT_F32, VX_DT_F64};
+    char path[1024], spec[128];
+    double i2w[12];
+    for (int t = 0; t < 5; t++) {
+        fx_vol v;
+        fx_random(&v, 3, 2, 2, types[t]);
+        group(argv[1], "nrrd");
+        for (int big = 0; big < 2; big++)
+            for (int gz = 0; gz < 2; gz++) fx_nrrd(&v, path, sizeof path, big, gz, 0, i2w);
+        group(argv[1], "nifti");
+        for (int big = 0; big < 2; big++)
+            for (int mode = 0; mode < 2; mode++) fx_nifti(&v, path, sizeof path, big, mode, t % 3, 1 + t % 2, 0, i2w);
+        group(argv[1], "metaimage");
+        for (int big = 0; big < 2; big++) {
+            fx_metaimage(&v, path, sizeof path, big, 0, i2w);
+            fx_metaimage(&v, path, sizeof path, big, 1, i2w);
+        }
+        group(argv[1], "inr");
+        for (int big = 0; big < 2; big++)
+            for (int gz = 0; gz < 2; gz++) fx_inr(&v, path, sizeof path, big, gz, i2w);
+        group(argv[1], "raw");
+        fx_raw(&v, path, sizeof path, t % 2, spec, sizeof spec);
+        {   /* the raw target takes "spec\npayload" */
+            unsigned char *d;
+            size_t n;
+            if (vx_read_file(path, 1 << 20, &d, &n) == 0) {
+                fx_write2(path, spec, strlen(spec), "\n", 1);
+                FILE *f = fopen(path, "ab");
+                fwrite(d, 1, n, f);
+                fclose(f);
+                free(d);
+            }
+        }
+        fx_free(&v);
+    }
+    group(argv[1], "volpack");
+    for (int big = 0; big < 2; big++) {
+        fx_vol v;
+        fx_random(&v, 4, 3, 2, VX_DT_U8);
+        fx_den(&v, path, sizeof path, big, i2w);
+        fx_free(&v);
+    }
+    group(argv[1], "plenoxels");
+    for (int deg = 0; deg < 3; deg++) {
+        fx_plenoxels p;
+        fx_plenoxels_make(&p, 2, 3, 2, deg);
+        fx_plenoxels_write(&p, path, sizeof path, NULL);
+        fx_plenoxels_free(&p);
+    }
+    return 0;
+}

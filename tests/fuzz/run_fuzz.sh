@@ -1,0 +1,48 @@
+#!/bin/sh
+# run_fuzz.sh - builds one libFuzzer target per volume reader (clang,
+# -fsanitize=fuzzer,address,undefined), writes a seed corpus of small valid files, and
+# runs each target for FUZZ_TIME seconds (default 20). `make fuzz` and CI call it from
+# the repository root. Needs clang and libclang-rt-*-dev (Debian: clang libclang-rt-14-dev).
+set -u
+CLANG=${CLANG:-clang}
+T=${FUZZ_TIME:-20}
+B=${FUZZ_BUILD:-build/fuzz}
+TARGETS="nrrd nifti metaimage inr volpack raw plenoxels"
+if ! command -v "$CLANG" >/dev/null 2>&1; then
+    echo "fuzz: $CLANG not found (install clang and libclang-rt-14-dev)"; echo "fuzz: 0 passed, 1 failed"; exit 1
+fi
+mkdir -p "$B/obj" "$B/corpus" "$B/logs"
+SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+CF="-g -O1 -std=c11 -D_GNU_SOURCE -Isrc -Isrc/formats -Itests $SAN"
+LIBS="-lzip -lz -lm"
+OBJS=""
+for s in src/vx_common.c src/grid.c src/npy.c src/formats/*.c; do
+    o="$B/obj/$(echo "$s" | tr / _ | sed 's/\.c$/.o/')"
+    "$CLANG" $CF -fsanitize=fuzzer-no-link -c "$s" -o "$o" || { echo "fuzz: cannot compile $s"; echo "fuzz: 0 passed, 1 failed"; exit 1; }
+    OBJS="$OBJS $o"
+done
+"$CLANG" $CF tests/fuzz/make_seeds.c $OBJS $LIBS -o "$B/make_seeds" || { echo "fuzz: 0 passed, 1 failed"; exit 1; }
+rm -rf "$B/seeds"
+"$B/make_seeds" "$B/seeds" || { echo "fuzz: seed generation failed"; echo "fuzz: 0 passed, 1 failed"; exit 1; }
+passed=0
+failed=0
+for t in $TARGETS; do
+    if ! "$CLANG" $CF -fsanitize=fuzzer "tests/fuzz/fuzz_$t.c" $OBJS $LIBS -o "$B/fuzz_$t"; then
+        echo "fuzz_$t: build failed"; failed=$((failed + 1)); continue
+    fi
+    mkdir -p "$B/corpus/$t"
+    log="$B/logs/fuzz_$t.log"
+    if TMPDIR=${TMPDIR:-/tmp} "$B/fuzz_$t" -max_total_time="$T" -rss_limit_mb=2048 -malloc_limit_mb=512 \
+        -timeout=10 -max_len=16384 -print_final_stats=1 -artifact_prefix="$B/logs/$t-" \
+        "$B/corpus/$t" "$B/seeds/$t" >"$log" 2>&1; then
+        runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+        echo "fuzz_$t: clean, ${runs:-?} runs in ${T}s"
+        passed=$((passed + 1))
+    else
+        echo "fuzz_$t: FAILED (see $log)"
+        grep -m 5 -E "ERROR|SUMMARY|runtime error|malloc" "$log"
+        failed=$((failed + 1))
+    fi
+done
+echo "fuzz: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
