@@ -13,7 +13,9 @@
  *   of the instructions; feats are streamed (ld.global.cs) since each is read once.
  * forward4 / backward4: version 3 with two float4 groups per thread, all 16 loads
  *   issued before any arithmetic, for more bytes in flight per thread.
- * Versions 3 and 4 fall back to version 2 when F % 4 != 0.
+ * backward5: version 3's float4 mapping with two point-groups per thread and ordinary
+ *   (write-back) stores instead of streaming ones.
+ * Versions 3 and up fall back to version 2 when F % 4 != 0.
  *
  * Grid gather: one thread per (point, group of 4 channels) when C % 4 == 0, else per
  * (point, channel); float32 or float16 storage. Scatter: the same mapping, atomicAdd
@@ -194,6 +196,27 @@ __global__ void vx_trilinear_backward_kernel4(const float *__restrict__ dout, co
     for (int k = 0; k < 8; k++) __stcs(df + (size_t)k * f4, vx_f4_scale(w[k], g));
 }
 
+/* Version 5: two float4 groups per thread (flat indices idx and idx + half), plain stores. */
+__global__ void vx_trilinear_backward_kernel5(const float *__restrict__ dout, const float *__restrict__ points,
+                                              float *__restrict__ dfeats, int n, int f) {
+    int f4 = f >> 2;
+    size_t total = (size_t)n * f4, half = (total + 1) / 2;
+    size_t idx0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx0 >= half) return;
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+        size_t idx = idx0 + j * half;
+        if (idx >= total) break;
+        size_t i = idx / f4, c = idx % f4;
+        float w[8];
+        vx_cell_weights(points + i * 3, w);
+        float4 g = __ldcs((const float4 *)dout + idx);
+        float4 *df = (float4 *)dfeats + i * 8 * f4 + c;
+#pragma unroll
+        for (int k = 0; k < 8; k++) df[(size_t)k * f4] = vx_f4_scale(w[k], g);
+    }
+}
+
 // ----------------------------------------------------------------------------------------
 // dense grid gather and scatter
 
@@ -304,7 +327,8 @@ __global__ void vx_grid_scatter_kernel(const vx_grid_desc g, const float *__rest
 static const char *vx__fwd_names[VX_TRILINEAR_FWD_VERSIONS] = {
     "1 tutorial 16x16", "2 coalesced over F", "3 float4 streaming", "4 float4 x2 per thread"};
 static const char *vx__bwd_names[VX_TRILINEAR_BWD_VERSIONS] = {
-    "1 tutorial 16x16", "2 coalesced over F", "3 float4 streaming", "4 float4 + shared weights"};
+    "1 tutorial 16x16", "2 coalesced over F", "3 float4 streaming", "4 float4 + shared weights",
+    "5 float4 x2, write-back"};
 
 extern "C" const char *vx_trilinear_version_name(int backward, int version) {
     int nv = backward ? VX_TRILINEAR_BWD_VERSIONS : VX_TRILINEAR_FWD_VERSIONS;
@@ -356,9 +380,11 @@ extern "C" int vx_trilinear_backward_cuda(int version, const float *d_dout, cons
         vx_trilinear_backward_kernel2<<<vx_ceil_div(total, b), b>>>(d_dout, d_points, d_dfeats, n, f);
     } else if (version == 3) {
         vx_trilinear_backward_kernel3<<<vx_ceil_div(total / 4, b), b>>>(d_dout, d_points, d_dfeats, n, f);
-    } else {
+    } else if (version == 4) {
         size_t smem = (size_t)(b + 2) * 8 * sizeof(float);
         vx_trilinear_backward_kernel4<<<vx_ceil_div(total / 4, b), b, smem>>>(d_dout, d_points, d_dfeats, n, f);
+    } else {
+        vx_trilinear_backward_kernel5<<<vx_ceil_div((total / 4 + 1) / 2, b), b>>>(d_dout, d_points, d_dfeats, n, f);
     }
     VX_LAUNCH_CHECK("vx_trilinear_backward_kernel");
     return 0;

@@ -58,7 +58,7 @@ void vx_cuda_timer_destroy(vx_cuda_timer *t);
 /* ---- the trilinear op (kernels/trilinear.cu) ---------------------------------------- */
 /* Versions 1..N (1 = the tutorial's 16x16 mapping); block_size 0 picks the default. */
 #define VX_TRILINEAR_FWD_VERSIONS 4
-#define VX_TRILINEAR_BWD_VERSIONS 4
+#define VX_TRILINEAR_BWD_VERSIONS 5
 const char *vx_trilinear_version_name(int backward, int version);
 int vx_trilinear_forward_cuda(int version, const float *d_feats, const float *d_points, float *d_out,
                               int n, int f, int block_size);

@@ -3,7 +3,7 @@
 # sample scenes, runs every GPU test binary given (CUDA against the CPU reference),
 # then compute-sanitizer memcheck and racecheck on a small render and on the kernel
 # tests when compute-sanitizer is found. Environment: VOXRAY, BUILD; RES (scene size).
-VOXRAY=${VOXRAY:-build/voxray}
+VOXRAY=${VOXRAY:-${BUILD:-build}/voxray}
 RES=${RES:-64}
 failed=0
 dir=$(mktemp -d)

@@ -177,7 +177,8 @@ static void run_grid_case(int nx, int ny, int nz, int nc, int m, int half) {
     vx_grid_desc g;
     make_desc(&g, nx, ny, nz, nc);
     size_t cnt = (size_t)nx * ny * nz * nc, mc = (size_t)m * nc;
-    float *grid = malloc(cnt * 4), *pts = malloc((size_t)m * 12), *ref = malloc(mc * 4), *got = malloc(cnt * 4);
+    float *grid = malloc(cnt * 4), *pts = malloc((size_t)m * 12), *ref = malloc(mc * 4);
+    float *got = malloc((cnt > mc ? cnt : mc) * 4); /* gathered values, then the gradient grid */
     float *dout = malloc(mc * 4), *dref = calloc(cnt, 4);
     for (size_t i = 0; i < cnt; i++) grid[i] = frand(-1, 1);
     if (half) /* the reference sees the values the device stores */
