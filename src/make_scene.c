@@ -210,7 +210,7 @@ static void vx__glass_voxel(const vx__gen_ctx *c, const double p[3], float *out)
      * ray direction, w the mirror of the light about the normal (a highlight where the
      * reflected ray meets the light), rim a Fresnel-like sheen at grazing angles, tint a
      * per-channel drift across view directions. All quadratic in d: exact in SH 2. */
-    static const double light[3] = {-0.45, 0.78, 0.43};
+    static const double light[3] = {-0.79, 0.43, -0.36};
     static const double base[3] = {0.04, 0.30, 0.42}, spec[3] = {0.95, 0.90, 0.80};
     static const double rim[3] = {0.75, 0.10, 0.50};
     static const double tint[3][3] = {{0.22, 0.0, 0.10}, {0.0, -0.10, -0.15}, {-0.20, 0.05, 0.0}};
@@ -383,9 +383,9 @@ static void vx__phantom_settings(vx_scene *s) {
      * 0.3 the small features, 1 skull. Skull a faint veil, brain a thin haze, the
      * features solid and warm. */
     static const float tf[][5] = {
-        {0.00f, 0.10f, 0.20f, 0.50f, 0.0f},  {0.20f, 0.30f, 0.50f, 0.95f, 1.0f},
-        {0.24f, 0.35f, 0.55f, 0.95f, 1.0f},  {0.30f, 1.00f, 0.55f, 0.15f, 6.0f},
-        {0.40f, 1.00f, 0.70f, 0.25f, 6.0f}, {0.55f, 0.90f, 0.90f, 0.90f, 0.0f},
+        {0.00f, 0.10f, 0.20f, 0.50f, 0.0f}, {0.20f, 0.30f, 0.50f, 0.95f, 1.0f},
+        {0.24f, 0.35f, 0.55f, 0.95f, 1.0f}, {0.27f, 1.00f, 0.55f, 0.15f, 7.0f},
+        {0.33f, 1.00f, 0.62f, 0.20f, 7.0f}, {0.36f, 0.90f, 0.90f, 0.90f, 0.0f},
         {0.90f, 0.90f, 0.90f, 0.90f, 0.0f}, {1.00f, 0.90f, 0.92f, 1.00f, 0.6f},
     };
     s->dec.type = VX_DEC_SCALAR;
@@ -395,7 +395,7 @@ static void vx__phantom_settings(vx_scene *s) {
     s->dec.tf_n = (int)(sizeof tf / sizeof tf[0]);
     memcpy(s->dec.tf, tf, sizeof tf);
     vx__bg(s, 0.0f, 0.0f, 0.0f);
-    vx__camera(s, 1.5, 1.1, 2.9, 40);
+    vx__camera(s, 1.9, 1.2, 2.5, 40);
 }
 
 static const vx__scene_def vx__scenes[] = {
