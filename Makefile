@@ -134,8 +134,8 @@ SCENES := orbs shell sh-glass cloud phantom
 demo: install-deps
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/voxray
 	$(Q)mkdir -p out
-	$(Q)for s in $(SCENES); do \
-	  $(BUILD)/voxray make-scene $$s -o scenes/$$s --res 128 && \
+	$(Q)for s in $(SCENES); do res=128; [ $$s = phantom ] && res=256; \
+	  $(BUILD)/voxray make-scene $$s -o scenes/$$s --res $$res && \
 	  $(BUILD)/voxray render scenes/$$s -o out/$$s.png --size 512x512 || exit 1; done
 	@echo "demo: renders are in out/"
 
