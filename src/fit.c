@@ -1,0 +1,507 @@
+/* fit.c - `voxray fit` (optimise a voxel grid from posed photos, Plenoxels style) and
+ * `voxray eval` (PSNR/SSIM of a scene against a dataset split): argument parsing, the
+ * training loop over the vx_fit_*_cpu steps, validation renders and the final report. */
+#include "fit.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend.h"
+#include "cli.h"
+#include "commands.h"
+#include "dataset.h"
+#include "image.h"
+#include "metrics.h"
+#include "vx_common.h"
+
+static double vx__now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static uint64_t vx__rng(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+void vx_fit_config_default(vx_fit_config *c) {
+    memset(c, 0, sizeof *c);
+    c->stages = 1;
+    c->res[0][0] = c->res[0][1] = c->res[0][2] = 128;
+    c->iters = 2000;
+    c->batch = 4096;
+    c->seed = 1;
+    vx_fit_hparams_default(&c->hp);
+    c->stop = 1e-4f;
+    c->occ_cell = 8;
+    c->val_every = 500;
+    c->val_views = 3;
+    c->log_every = 50;
+}
+
+/* ---- geometry ---------------------------------------------------------------------------- */
+
+int vx_fit_box_from_cameras(const vx_camera *cams, int n, double lo[3], double hi[3]) {
+    if (n < 1) return vx_error("fit: no cameras to choose a box from");
+    double A[9] = {0}, b[3] = {0};
+    for (int i = 0; i < n; i++) {
+        const float *m = cams[i].c2w;
+        double f[3] = {-m[2], -m[6], -m[10]}, o[3] = {m[3], m[7], m[11]};
+        double fl = sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]);
+        for (int a = 0; a < 3; a++) f[a] /= fl;
+        for (int r = 0; r < 3; r++)
+            for (int c = 0; c < 3; c++) {
+                double p = (r == c) - f[r] * f[c]; /* projector onto the plane normal to the axis */
+                A[r * 3 + c] += p;
+                b[r] += p * o[c];
+            }
+    }
+    double det = A[0] * (A[4] * A[8] - A[5] * A[7]) - A[1] * (A[3] * A[8] - A[5] * A[6]) +
+                 A[2] * (A[3] * A[7] - A[4] * A[6]);
+    double ctr[3] = {0, 0, 0};
+    if (fabs(det) > 1e-9 * n * n * n) { /* Cramer's rule */
+        for (int k = 0; k < 3; k++) {
+            double M[9];
+            memcpy(M, A, sizeof M);
+            for (int r = 0; r < 3; r++) M[r * 3 + k] = b[r];
+            ctr[k] = (M[0] * (M[4] * M[8] - M[5] * M[7]) - M[1] * (M[3] * M[8] - M[5] * M[6]) +
+                      M[2] * (M[3] * M[7] - M[4] * M[6])) / det;
+        }
+    }
+    double half = INFINITY;
+    for (int i = 0; i < n; i++) {
+        const float *m = cams[i].c2w;
+        double d = sqrt((m[3] - ctr[0]) * (m[3] - ctr[0]) + (m[7] - ctr[1]) * (m[7] - ctr[1]) +
+                        (m[11] - ctr[2]) * (m[11] - ctr[2]));
+        double t = tan(0.5 * cams[i].fov_x);
+        double tv = t * cams[i].height / cams[i].width;
+        half = fmin(half, d * fmin(t, tv));
+    }
+    if (!(half > 0) || !isfinite(half)) return vx_error("fit: cannot choose a box from the cameras (use --bbox)");
+    for (int a = 0; a < 3; a++) { lo[a] = ctr[a] - half; hi[a] = ctr[a] + half; }
+    return 0;
+}
+
+/* ---- rendering and validation ------------------------------------------------------------- */
+
+int vx_fit_render_view(const vx_fit_model *f, const vx_dataset *d, int v, vx_frame *fr) {
+    vx_scene s;
+    vx_volume vol;
+    vx_render_opts o;
+    vx_fit_as_scene(f, &s);
+    vx_render_opts_default(&o);
+    if (vx_frame_alloc(fr, d->width, d->height, 0)) return -1;
+    if (vx_volume_prepare(&vol, &s, &o)) { vx_frame_free(fr); return -1; }
+    int rc = vx_render_cpu(&vol, &d->cams[v], &o, fr);
+    vx_volume_free(&vol);
+    if (rc) vx_frame_free(fr);
+    return rc;
+}
+
+/* Photo | render side by side, written as one PNG. */
+static int vx__write_pair(const char *path, const float *photo, const vx_frame *r) {
+    vx_frame p;
+    if (vx_frame_alloc(&p, 2 * r->width, r->height, 0)) return -1;
+    for (int i = 0; i < r->height; i++) {
+        memcpy(p.rgb + (size_t)i * 2 * r->width * 3, photo + (size_t)i * r->width * 3, r->width * 3 * sizeof(float));
+        memcpy(p.rgb + ((size_t)i * 2 + 1) * r->width * 3, r->rgb + (size_t)i * r->width * 3, r->width * 3 * sizeof(float));
+    }
+    int rc = vx_image_write_png(path, &p, 0);
+    vx_frame_free(&p);
+    return rc;
+}
+
+/* Mean PSNR over the first `views` views of d; renders go to dir/iter_N_vK.png if dir. */
+static int vx__validate(const vx_fit_model *f, const vx_dataset *d, int views, const char *dir, int iter,
+                        double *psnr) {
+    double sum = 0.0;
+    views = vx_mini(views, d->n);
+    for (int v = 0; v < views; v++) {
+        vx_frame fr;
+        if (vx_fit_render_view(f, d, v, &fr)) return -1;
+        size_t n = (size_t)d->width * d->height * 3;
+        sum += vx_psnr(fr.rgb, vx_dataset_image(d, v), n);
+        int rc = 0;
+        if (dir) {
+            char name[64], path[4200];
+            snprintf(name, sizeof name, "iter_%06d_v%d.png", iter, v);
+            vx_path_join(dir, name, path, sizeof path);
+            rc = vx_mkdirs_for(path) || vx__write_pair(path, vx_dataset_image(d, v), &fr);
+        }
+        vx_frame_free(&fr);
+        if (rc) return -1;
+    }
+    *psnr = views ? sum / views : NAN;
+    return 0;
+}
+
+/* ---- the training loop -------------------------------------------------------------------- */
+
+static void vx__sample_batch(const vx_dataset *d, vx_fit_batch *b, uint64_t *rng) {
+    size_t per = (size_t)d->width * d->height;
+    for (int r = 0; r < b->n; r++) {
+        int v = (int)(vx__rng(rng) % (uint64_t)d->n);
+        size_t p = (size_t)(vx__rng(rng) % per);
+        int i = (int)(p / d->width), j = (int)(p % d->width);
+        vx_vec3 o, dir;
+        vx_camera_ray(&d->cams[v], (float)j + 0.5f, (float)i + 0.5f, &o, &dir);
+        b->origin[3 * r] = o.x; b->origin[3 * r + 1] = o.y; b->origin[3 * r + 2] = o.z;
+        b->dir[3 * r] = dir.x; b->dir[3 * r + 1] = dir.y; b->dir[3 * r + 2] = dir.z;
+        memcpy(b->target + 3 * r, vx_dataset_image(d, v) + 3 * ((size_t)i * d->width + j), 3 * sizeof(float));
+    }
+}
+
+int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *train, const vx_dataset *val,
+                 vx_fit_stats *st) {
+    memset(st, 0, sizeof *st);
+    st->val_psnr = NAN;
+    if (cfg->stages < 1 || cfg->stages > VX_FIT_MAX_STAGES) return vx_error("fit: %d stages is outside 1..%d", cfg->stages, VX_FIT_MAX_STAGES);
+    if (cfg->iters < 1 || cfg->batch < 1) return vx_error("fit: iterations and batch must be >= 1");
+    vx_fit_batch b;
+    if (vx_fit_batch_alloc(&b, cfg->batch)) return -1;
+    if (vx_fit_update_params(f, cfg->stop)) { vx_fit_batch_free(&b); return -1; }
+    uint64_t rng = cfg->seed * 0x2545F4914F6CDD1Dull + 1;
+    int stage = 0, tenth = vx_maxi(cfg->iters / 10, 1), rc = -1;
+    double t_start = vx__now(), t_train = 0.0, loss_acc = 0.0;
+    long long rays = 0;
+    for (int it = 1; it <= cfg->iters; it++) {
+        /* coarse to fine: stage s runs iterations (s*iters/S, (s+1)*iters/S] */
+        int want = (int)((long long)(it - 1) * cfg->stages / cfg->iters);
+        if (want != stage) {
+            stage = want;
+            size_t pr = vx_fit_prune_cpu(f, cfg->hp.prune_weight);
+            st->pruned += pr;
+            if (vx_fit_upsample_cpu(f, cfg->res[stage])) goto done;
+            if (vx_fit_update_params(f, cfg->stop)) goto done;
+            if (cfg->log_every)
+                printf("fit: stage %d: pruned %zu voxels, upsampled to %dx%dx%d\n", stage + 1, pr, f->nx, f->ny, f->nz);
+        }
+        double t0 = vx__now();
+        float frac = (float)(it - 1) / (float)vx_maxi(cfg->iters - 1, 1);
+        float decay = powf(cfg->hp.lr_final_factor, frac);
+        vx__sample_batch(train, &b, &rng);
+        if (cfg->occ_cell > 0 && vx_fit_occupancy_cpu(f, cfg->occ_cell)) goto done;
+        vx_fit_zero_grad_cpu(f);
+        double loss = vx_fit_rays_backward_cpu(f, &b, NULL);
+        if (cfg->hp.tv_sigma > 0 || cfg->hp.tv_sh > 0)
+            vx_fit_tv_backward_cpu(f, cfg->hp.tv_sigma, cfg->hp.tv_sh, cfg->hp.tv_fraction, vx__rng(&rng), cfg->hp.tv_eps);
+        vx_fit_adam_step_cpu(f, &cfg->hp, cfg->hp.lr_sigma * decay, cfg->hp.lr_sh * decay);
+        t_train += vx__now() - t0;
+        rays += b.n;
+        if (!isfinite(loss)) { vx_error("fit: the loss became %g at iteration %d", loss, it); goto done; }
+        if (it <= tenth) st->loss_first += loss / tenth;
+        if (it > cfg->iters - tenth) st->loss_last += loss / tenth;
+        loss_acc += loss;
+        if ((cfg->val_every > 0 && it % cfg->val_every == 0) || (it == cfg->iters && val)) {
+            if (val && vx__validate(f, val, cfg->val_views, cfg->val_dir, it, &st->val_psnr)) goto done;
+        }
+        if (cfg->log_every && (it % cfg->log_every == 0 || it == cfg->iters)) {
+            int k = it % cfg->log_every ? it % cfg->log_every : cfg->log_every;
+            double l = loss_acc / k;
+            printf("iter %6d/%d  %dx%dx%d  loss %.5f (%.2f dB)  val %.2f dB  %.0f rays/s  %.1f s\n", it, cfg->iters,
+                   f->nx, f->ny, f->nz, l, vx_psnr_from_mse(l), st->val_psnr, rays / fmax(t_train, 1e-9),
+                   vx__now() - t_start);
+            fflush(stdout);
+            loss_acc = 0.0;
+        }
+    }
+    rc = 0;
+done:
+    st->seconds = vx__now() - t_start;
+    st->rays_per_s = rays / fmax(t_train, 1e-9);
+    vx_fit_batch_free(&b);
+    return rc;
+}
+
+/* ---- report ------------------------------------------------------------------------------- */
+
+/* PSNR/SSIM per view of d rendered by render_fn, printed as a table with the mean. */
+typedef int (*vx__render_fn)(void *ctx, const vx_dataset *d, int v, vx_frame *fr);
+
+static int vx__report(const char *title, const vx_dataset *d, vx__render_fn fn, void *ctx, const char *save_dir,
+                      double *mean_psnr, double *mean_ssim) {
+    double sp = 0.0, ss = 0.0;
+    printf("%s\n  %-32s %9s %7s\n", title, "view", "PSNR dB", "SSIM");
+    for (int v = 0; v < d->n; v++) {
+        vx_frame fr;
+        if (fn(ctx, d, v, &fr)) return -1;
+        const float *photo = vx_dataset_image(d, v);
+        double p = vx_psnr(fr.rgb, photo, (size_t)d->width * d->height * 3);
+        double s = vx_ssim(fr.rgb, photo, d->width, d->height, 3);
+        printf("  %-32s %9.3f %7.4f\n", d->names[v], p, s);
+        sp += p;
+        ss += s;
+        int rc = 0;
+        if (save_dir) {
+            char name[64], path[4200];
+            snprintf(name, sizeof name, "final_%03d.png", v);
+            vx_path_join(save_dir, name, path, sizeof path);
+            rc = vx_mkdirs_for(path) || vx__write_pair(path, photo, &fr);
+        }
+        vx_frame_free(&fr);
+        if (rc) return -1;
+    }
+    *mean_psnr = sp / d->n;
+    *mean_ssim = ss / d->n;
+    printf("  %-32s %9.3f %7.4f\n", "mean", *mean_psnr, *mean_ssim);
+    return 0;
+}
+
+static int vx__render_model(void *ctx, const vx_dataset *d, int v, vx_frame *fr) {
+    return vx_fit_render_view((const vx_fit_model *)ctx, d, v, fr);
+}
+
+static int vx__render_renderer(void *ctx, const vx_dataset *d, int v, vx_frame *fr) {
+    if (vx_frame_alloc(fr, d->width, d->height, 0)) return -1;
+    if (vx_renderer_render((vx_renderer *)ctx, &d->cams[v], fr)) { vx_frame_free(fr); return -1; }
+    return 0;
+}
+
+/* ---- voxray fit ---------------------------------------------------------------------------- */
+
+static void vx__fit_usage(FILE *o) {
+    fprintf(o,
+            "usage: voxray fit DATASET -o SCENE_DIR [options]\n"
+            "\n"
+            "Optimise a voxel grid (density + spherical harmonics, Plenoxels style, no network)\n"
+            "from posed photos in the NeRF 'Blender synthetic' layout, then write SCENE_DIR/scene.json\n"
+            "and SCENE_DIR/grid.npy for voxray render / voxray view. Every 8th training view is held\n"
+            "out for validation unless --val-split names a split.\n"
+            "\n"
+            "  -o, --output DIR     scene directory to write\n"
+            "  --res R1[,R2..]      grid resolution per coarse-to-fine stage, up to %d (default 128)\n"
+            "  --iters N            total iterations, split evenly over the stages (default 2000)\n"
+            "  --batch RAYS         rays per iteration (default 4096)\n"
+            "  --sh-degree D        0..3 (default 2)\n"
+            "  --val-every K        validation renders every K iterations, 0: only at the end (default 500)\n"
+            "  --val-views N        held-out views in the progress PSNR (default 3)\n"
+            "  --val-split NAME     use transforms_NAME.json as the held-out set\n"
+            "  --downscale F        average FxF pixel blocks of every photo (default 1)\n"
+            "  --bbox x0,y0,z0,x1,y1,z1  world box (default: from the cameras)\n"
+            "  --step S             segment length in voxels (default 0.5)\n"
+            "  --lr-sigma A --lr-sh B    Adam step sizes (default 1.0, 0.02)\n"
+            "  --tv-sigma A --tv-sh B    total-variation weights (default 1e-5, 1e-3)\n"
+            "  --seed S             random seed (default 1)\n"
+            "  --backend auto|cpu|cuda   where to train (default auto)\n"
+            "  -h, --help           this text\n",
+            VX_FIT_MAX_STAGES);
+}
+
+static int vx__usage_error(const char *cmd, const char *msg) {
+    fprintf(stderr, "voxray %s: %s (see voxray %s --help)\n", cmd, msg, cmd);
+    return 2;
+}
+
+static int vx__parse_res(const char *s, vx_fit_config *c) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    char *save, *tok = strtok_r(buf, ",", &save);
+    c->stages = 0;
+    for (; tok; tok = strtok_r(NULL, ",", &save)) {
+        if (c->stages == VX_FIT_MAX_STAGES) return vx_error("--res: at most %d stages", VX_FIT_MAX_STAGES);
+        int r;
+        if (vx_parse_int("--res", tok, 2, 1024, &r)) return -1;
+        c->res[c->stages][0] = c->res[c->stages][1] = c->res[c->stages][2] = r;
+        c->stages++;
+    }
+    if (!c->stages) return vx_error("--res: '%s' names no resolution", s);
+    return 0;
+}
+
+static int vx__parse_bbox(const char *s, double lo[3], double hi[3]) {
+    char buf[512];
+    double v[6];
+    snprintf(buf, sizeof buf, "%s", s);
+    char *save, *tok = strtok_r(buf, ",", &save);
+    for (int i = 0; i < 6; i++, tok = strtok_r(NULL, ",", &save)) {
+        if (!tok) return vx_error("--bbox: '%s' must be six numbers x0,y0,z0,x1,y1,z1", s);
+        if (vx_parse_double("--bbox", tok, -1e9, 1e9, &v[i])) return -1;
+    }
+    if (tok) return vx_error("--bbox: '%s' must be six numbers x0,y0,z0,x1,y1,z1", s);
+    for (int a = 0; a < 3; a++) {
+        lo[a] = v[a];
+        hi[a] = v[3 + a];
+        if (!(hi[a] > lo[a])) return vx_error("--bbox: max must exceed min on every axis");
+    }
+    return 0;
+}
+
+int vx_cmd_fit(int argc, char **argv) {
+    const char *dataset = NULL, *out = NULL, *val_split = NULL;
+    vx_fit_config cfg;
+    vx_fit_config_default(&cfg);
+    int sh = 2, downscale = 1, has_bbox = 0, seed = 1;
+    double step = 0.5, lo[3], hi[3], dv;
+    vx_backend_kind backend = VX_BACKEND_AUTO;
+    char msg[600];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int need = i + 1 < argc;
+        int bad = 0;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { vx__fit_usage(stdout); return 0; }
+        static const char *valued[] = {"-o", "--output", "--res", "--iters", "--batch", "--sh-degree", "--val-every",
+                                       "--val-views", "--val-split", "--downscale", "--bbox", "--step", "--seed",
+                                       "--lr-sigma", "--lr-sh", "--tv-sigma", "--tv-sh", "--backend"};
+        for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
+            if (!strcmp(a, valued[k]) && !need) {
+                snprintf(msg, sizeof msg, "%s needs a value", a);
+                return vx__usage_error("fit", msg);
+            }
+        if (!strcmp(a, "-o") || !strcmp(a, "--output")) out = argv[++i];
+        else if (!strcmp(a, "--res")) bad = vx__parse_res(argv[++i], &cfg);
+        else if (!strcmp(a, "--iters")) bad = vx_parse_int(a, argv[++i], 1, 100000000, &cfg.iters);
+        else if (!strcmp(a, "--batch")) bad = vx_parse_int(a, argv[++i], 1, 1 << 24, &cfg.batch);
+        else if (!strcmp(a, "--sh-degree")) bad = vx_parse_int(a, argv[++i], 0, 3, &sh);
+        else if (!strcmp(a, "--val-every")) bad = vx_parse_int(a, argv[++i], 0, 100000000, &cfg.val_every);
+        else if (!strcmp(a, "--val-views")) bad = vx_parse_int(a, argv[++i], 0, 100000, &cfg.val_views);
+        else if (!strcmp(a, "--val-split")) val_split = argv[++i];
+        else if (!strcmp(a, "--downscale")) bad = vx_parse_int(a, argv[++i], 1, 64, &downscale);
+        else if (!strcmp(a, "--bbox")) { bad = vx__parse_bbox(argv[++i], lo, hi); has_bbox = 1; }
+        else if (!strcmp(a, "--step")) bad = vx_parse_double(a, argv[++i], 0.01, 16, &step);
+        else if (!strcmp(a, "--seed")) { bad = vx_parse_int(a, argv[++i], 0, 2147483647, &seed); cfg.seed = (uint64_t)seed; }
+        else if (!strcmp(a, "--lr-sigma")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_sigma = (float)dv; }
+        else if (!strcmp(a, "--lr-sh")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_sh = (float)dv; }
+        else if (!strcmp(a, "--tv-sigma")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.tv_sigma = (float)dv; }
+        else if (!strcmp(a, "--tv-sh")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.tv_sh = (float)dv; }
+        else if (!strcmp(a, "--backend")) bad = vx_backend_parse(argv[++i], &backend);
+        else if (a[0] == '-' && a[1]) { snprintf(msg, sizeof msg, "unknown option '%s'", a); return vx__usage_error("fit", msg); }
+        else if (!dataset) dataset = a;
+        else { snprintf(msg, sizeof msg, "unexpected argument '%s'", a); return vx__usage_error("fit", msg); }
+        if (bad) return vx__usage_error("fit", vx_errmsg());
+    }
+    if (!dataset) return vx__usage_error("fit", "which dataset? DATASET is a directory with transforms_train.json");
+    if (!out) return vx__usage_error("fit", "where to? -o SCENE_DIR is required");
+    if (backend == VX_BACKEND_CUDA) {
+        fprintf(stderr, "voxray fit: the CUDA fit is not built yet (kernels/fit.cu); use --backend cpu\n");
+        return 1;
+    }
+    if (backend == VX_BACKEND_AUTO) fprintf(stderr, "voxray: fit: training on the CPU (the CUDA fit is not built yet)\n");
+    vx_dataset all, train, held;
+    memset(&held, 0, sizeof held);
+    if (vx_dataset_load(dataset, "train", downscale, &all)) { fprintf(stderr, "voxray fit: %s\n", vx_errmsg()); return 1; }
+    int rc = 1;
+    if (val_split) {
+        train = all;
+        memset(&all, 0, sizeof all);
+        if (vx_dataset_load(dataset, val_split, downscale, &held)) goto fail;
+    } else if (vx_dataset_holdout(&all, 8, &train, &held)) goto fail;
+    vx_dataset_free(&all);
+    if (!has_bbox && vx_fit_box_from_cameras(train.cams, train.n, lo, hi)) goto fail;
+    printf("fit: %d training views, %d held out, %dx%d pixels; box [%.3f %.3f %.3f] - [%.3f %.3f %.3f]\n", train.n,
+           held.n, train.width, train.height, lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]);
+    vx_fit_model f;
+    float white[3] = {1, 1, 1};
+    if (vx_fit_model_init_cpu(&f, cfg.res[0], sh, lo, hi, (float)step, 0.0f, white, cfg.hp.init_sigma)) goto fail;
+    char vdir[4200];
+    vx_path_join(out, "val", vdir, sizeof vdir);
+    cfg.val_dir = vdir;
+    vx_fit_stats st;
+    if (vx_fit_train(&f, &cfg, &train, &held, &st)) { vx_fit_model_free(&f); goto fail; }
+    /* the manifest camera: the first held-out view, looking at the box centre */
+    const float *m = held.cams[0].c2w;
+    double cam[10] = {m[3], m[7], m[11], 0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1]), 0.5 * (lo[2] + hi[2]),
+                      m[1], m[5], m[9], held.cams[0].fov_x * 180.0 / M_PI};
+    const char *base = strrchr(dataset, '/');
+    base = base && base[1] ? base + 1 : dataset;
+    if (vx_fit_write_scene(&f, out, base, cam)) { vx_fit_model_free(&f); goto fail; }
+    printf("fit: %.1f s, %.0f rays/s, loss %.5f -> %.5f; wrote %s/scene.json and %s/grid.npy (%dx%dx%d x %d)\n",
+           st.seconds, st.rays_per_s, st.loss_first, st.loss_last, out, out, f.nx, f.ny, f.nz, f.nc);
+    double mp, ms;
+    int r2 = vx__report("fit: held-out views", &held, vx__render_model, &f, vdir, &mp, &ms);
+    vx_fit_model_free(&f);
+    if (r2) goto fail;
+    rc = 0;
+fail:
+    if (rc) fprintf(stderr, "voxray fit: %s\n", vx_errmsg());
+    vx_dataset_free(&all);
+    vx_dataset_free(&train);
+    vx_dataset_free(&held);
+    return rc;
+}
+
+/* ---- voxray eval --------------------------------------------------------------------------- */
+
+static void vx__eval_usage(FILE *o) {
+    fprintf(o,
+            "usage: voxray eval SCENE DATASET [--split test] [--every K] [--downscale F] [--backend B]\n"
+            "                   [--save DIR]\n"
+            "\n"
+            "Render every view of DATASET/transforms_SPLIT.json with the normal renderer and report\n"
+            "PSNR and SSIM (Gaussian 11x11, sigma 1.5) against the photos composited on white,\n"
+            "per image and the mean.\n"
+            "\n"
+            "  --split NAME     which transforms file (default test)\n"
+            "  --every K        only views whose index is a multiple of K (8: the views `voxray fit`\n"
+            "                   held out of the train split)\n"
+            "  --downscale F    average FxF pixel blocks of every photo (default 1)\n"
+            "  --backend B      auto, cpu or cuda (default auto)\n"
+            "  --save DIR       write photo|render pairs as DIR/final_NNN.png\n"
+            "  -h, --help       this text\n");
+}
+
+int vx_cmd_eval(int argc, char **argv) {
+    const char *scene = NULL, *dataset = NULL, *split = "test", *save = NULL;
+    int every = 1, downscale = 1;
+    vx_backend_kind backend = VX_BACKEND_AUTO;
+    char msg[600];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int bad = 0;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { vx__eval_usage(stdout); return 0; }
+        if ((!strcmp(a, "--split") || !strcmp(a, "--every") || !strcmp(a, "--downscale") || !strcmp(a, "--backend") ||
+             !strcmp(a, "--save")) && i + 1 >= argc) {
+            snprintf(msg, sizeof msg, "%s needs a value", a);
+            return vx__usage_error("eval", msg);
+        }
+        if (!strcmp(a, "--split")) split = argv[++i];
+        else if (!strcmp(a, "--every")) bad = vx_parse_int(a, argv[++i], 1, 100000, &every);
+        else if (!strcmp(a, "--downscale")) bad = vx_parse_int(a, argv[++i], 1, 64, &downscale);
+        else if (!strcmp(a, "--backend")) bad = vx_backend_parse(argv[++i], &backend);
+        else if (!strcmp(a, "--save")) save = argv[++i];
+        else if (a[0] == '-' && a[1]) { snprintf(msg, sizeof msg, "unknown option '%s'", a); return vx__usage_error("eval", msg); }
+        else if (!scene) scene = a;
+        else if (!dataset) dataset = a;
+        else { snprintf(msg, sizeof msg, "unexpected argument '%s'", a); return vx__usage_error("eval", msg); }
+        if (bad) return vx__usage_error("eval", vx_errmsg());
+    }
+    if (!scene || !dataset) return vx__usage_error("eval", "needs SCENE and DATASET");
+    vx_scene s;
+    vx_load_opts lo;
+    memset(&lo, 0, sizeof lo);
+    if (vx_scene_load(scene, &lo, &s)) { fprintf(stderr, "voxray eval: %s\n", vx_errmsg()); return 1; }
+    vx_dataset all, d;
+    memset(&d, 0, sizeof d);
+    vx_renderer *r = NULL;
+    int rc = 1;
+    if (vx_dataset_load(dataset, split, downscale, &all)) goto done;
+    if (every > 1) {
+        vx_dataset rest;
+        if (all.n < 2) { vx_error("%s: split '%s' has one view; --every needs more", dataset, split); goto done; }
+        if (vx_dataset_holdout(&all, every, &rest, &d)) goto done;
+        vx_dataset_free(&rest);
+    } else {
+        d = all;
+        memset(&all, 0, sizeof all);
+    }
+    vx_render_opts o;
+    vx_render_opts_default(&o);
+    if (vx_renderer_create(&r, &s, &o, backend)) goto done;
+    char title[512];
+    snprintf(title, sizeof title, "eval: %s on %s split '%s' (%d views, %dx%d, %s)", scene, dataset, split, d.n, d.width,
+             d.height, vx_renderer_backend_name(r));
+    double mp, ms;
+    if (vx__report(title, &d, vx__render_renderer, r, save, &mp, &ms)) goto done;
+    rc = 0;
+done:
+    if (rc) fprintf(stderr, "voxray eval: %s\n", vx_errmsg());
+    if (r) vx_renderer_destroy(r);
+    vx_dataset_free(&all);
+    vx_dataset_free(&d);
+    vx_scene_free(&s);
+    return rc;
+}

@@ -1,0 +1,324 @@
+/* fit_cpu.c - the CPU path of `voxray fit`: model allocation, the batched ray backward,
+ * TV, Adam, occupancy, pruning, upsampling and writing the scene. The reference the
+ * CUDA twin (kernels/fit.cu) is tested against; per-ray maths lives in fit_march.h. */
+#include "fit.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fit_march.h"
+#include "npy.h"
+#include "render.h"
+#include "vx_common.h"
+
+void vx_fit_hparams_default(vx_fit_hparams *h) {
+    memset(h, 0, sizeof *h);
+    h->lr_sigma = 1.0f;
+    h->lr_sh = 0.02f;
+    h->lr_final_factor = 0.05f;
+    h->beta1 = 0.9f;
+    h->beta2 = 0.99f;
+    h->eps = 1e-8f;
+    h->tv_sigma = 1e-5f;
+    h->tv_sh = 1e-3f;
+    h->tv_fraction = 0.1f;
+    h->tv_eps = 1e-6f;
+    h->prune_weight = 1e-3f;
+    h->init_sigma = 0.1f;
+}
+
+int vx_fit_batch_alloc(vx_fit_batch *b, int n) {
+    memset(b, 0, sizeof *b);
+    if (n < 1 || n > (1 << 26)) return vx_error("batch of %d rays is outside 1..%d", n, 1 << 26);
+    b->n = n;
+    b->origin = vx_malloc((size_t)n * 3 * sizeof(float), "fit batch origins");
+    b->dir = vx_malloc((size_t)n * 3 * sizeof(float), "fit batch directions");
+    b->target = vx_malloc((size_t)n * 3 * sizeof(float), "fit batch targets");
+    if (!b->origin || !b->dir || !b->target) { vx_fit_batch_free(b); return -1; }
+    return 0;
+}
+
+void vx_fit_batch_free(vx_fit_batch *b) {
+    free(b->origin);
+    free(b->dir);
+    free(b->target);
+    memset(b, 0, sizeof *b);
+}
+
+/* ---- model ------------------------------------------------------------------------------ */
+
+static size_t vx__voxels(const vx_fit_model *f) { return (size_t)f->nx * f->ny * f->nz; }
+
+static void vx__free_arrays(vx_fit_model *f) {
+    free(f->data); free(f->grad); free(f->adam_m); free(f->adam_v);
+    free(f->alive); free(f->wmax); free(f->occ);
+    f->data = f->grad = f->adam_m = f->adam_v = f->wmax = NULL;
+    f->alive = f->occ = NULL;
+}
+
+/* Allocate every array for nx*ny*nz voxels of f->nc channels (zeroed). */
+static int vx__alloc_arrays(vx_fit_model *f) {
+    size_t nv, n;
+    if (f->nx < 1 || f->ny < 1 || f->nz < 1 || f->nx > 4096 || f->ny > 4096 || f->nz > 4096)
+        return vx_error("fit: resolution %dx%dx%d is outside 1..4096", f->nx, f->ny, f->nz);
+    if (vx_mul_size4((size_t)f->nx, (size_t)f->ny, (size_t)f->nz, 1, &nv) ||
+        vx_mul_size(nv, (size_t)f->nc, &n) || n > VX_MAX_GRID_BYTES / sizeof(float))
+        return vx_error("fit: a %dx%dx%d grid of %d channels is too large", f->nx, f->ny, f->nz, f->nc);
+    f->data = vx_calloc(n, sizeof(float), "fit grid");
+    f->grad = vx_calloc(n, sizeof(float), "fit gradient");
+    f->adam_m = vx_calloc(n, sizeof(float), "fit Adam first moment");
+    f->adam_v = vx_calloc(n, sizeof(float), "fit Adam second moment");
+    f->alive = vx_malloc(nv, "fit alive mask");
+    f->wmax = vx_calloc(nv, sizeof(float), "fit max weights");
+    if (!f->data || !f->grad || !f->adam_m || !f->adam_v || !f->alive || !f->wmax) {
+        vx__free_arrays(f);
+        return -1;
+    }
+    memset(f->alive, 1, nv);
+    return 0;
+}
+
+void vx_fit_as_scene(const vx_fit_model *f, vx_scene *s) {
+    memset(s, 0, sizeof *s);
+    s->grid.nx = f->nx; s->grid.ny = f->ny; s->grid.nz = f->nz; s->grid.nc = f->nc;
+    s->grid.data = f->data;
+    s->grid.src_dtype = VX_DT_F32;
+    snprintf(s->grid.source, sizeof s->grid.source, "fit grid");
+    vx_grid_set_bbox(&s->grid, f->box_lo, f->box_hi, 0);
+    s->dec.type = VX_DEC_SH;
+    s->dec.sh_degree = f->sh_degree;
+    s->dec.density_act = VX_DACT_RELU;
+    s->dec.color_act = VX_CACT_PLENOXELS;
+    s->dec.density_scale = f->density_scale;
+    for (int c = 0; c < 3; c++) s->background[c] = f->bg[c];
+    s->step = f->step;
+    snprintf(s->name, sizeof s->name, "fit");
+}
+
+int vx_fit_update_params(vx_fit_model *f, float stop) {
+    vx_scene s;
+    vx_volume v;
+    vx_render_opts o;
+    vx_fit_as_scene(f, &s);
+    vx_render_opts_default(&o);
+    o.no_skip = 1;
+    o.stop = stop;
+    /* the renderer's own preparation, so the model marches exactly like the saved scene */
+    if (vx_volume_prepare(&v, &s, &o)) return -1;
+    f->mp = v.mp;
+    vx_volume_free(&v);
+    return 0;
+}
+
+int vx_fit_model_init_cpu(vx_fit_model *f, const int res[3], int sh_degree, const double lo[3],
+                          const double hi[3], float step, float density_scale, const float bg[3],
+                          float init_sigma) {
+    memset(f, 0, sizeof *f);
+    if (sh_degree < 0 || sh_degree > 3) return vx_error("fit: SH degree %d is outside 0..3", sh_degree);
+    for (int a = 0; a < 3; a++)
+        if (!(hi[a] > lo[a]) || !isfinite(lo[a]) || !isfinite(hi[a]))
+            return vx_error("fit: box [%g, %g] on axis %d is empty or not finite", lo[a], hi[a], a);
+    if (!(step > 0) || !isfinite(step)) return vx_error("fit: step %g must be > 0", step);
+    f->nx = res[0]; f->ny = res[1]; f->nz = res[2];
+    f->sh_degree = sh_degree;
+    f->nc = 1 + 3 * (sh_degree + 1) * (sh_degree + 1);
+    memcpy(f->box_lo, lo, sizeof f->box_lo);
+    memcpy(f->box_hi, hi, sizeof f->box_hi);
+    f->step = step;
+    double diag = sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) +
+                       (hi[2] - lo[2]) * (hi[2] - lo[2]));
+    f->density_scale = density_scale > 0 ? density_scale : (float)(100.0 / diag);
+    for (int c = 0; c < 3; c++) f->bg[c] = bg[c];
+    if (vx__alloc_arrays(f)) return -1;
+    size_t nv = vx__voxels(f);
+    for (size_t i = 0; i < nv; i++) f->data[i * f->nc] = init_sigma; /* SH zero: grey 0.5 */
+    if (vx_fit_update_params(f, 0.0f)) { vx_fit_model_free(f); return -1; }
+    return 0;
+}
+
+void vx_fit_model_free(vx_fit_model *f) { vx__free_arrays(f); }
+
+void vx_fit_zero_grad_cpu(vx_fit_model *f) {
+    memset(f->grad, 0, vx__voxels(f) * f->nc * sizeof(float));
+}
+
+/* ---- the loss and its backward ------------------------------------------------------------ */
+
+double vx_fit_rays_backward_cpu(vx_fit_model *f, const vx_fit_batch *b, float *out_rgb) {
+    const vx_march_params *m = &f->mp;
+    float scale = 1.0f / (3.0f * (float)b->n);
+    double loss = 0.0;
+    #pragma omp parallel for schedule(dynamic, 64) reduction(+ : loss)
+    for (int r = 0; r < b->n; r++) {
+        vx_vec3 o = vx_v3(b->origin[3 * r], b->origin[3 * r + 1], b->origin[3 * r + 2]);
+        vx_vec3 d = vx_v3(b->dir[3 * r], b->dir[3 * r + 1], b->dir[3 * r + 2]);
+        vx_ray_result fwd = vx_march(m, f->data, f->occ, o, d);
+        float g[3];
+        loss += vx_fit_mse_backward(fwd.rgb, b->target + 3 * r, scale, g);
+        vx_fit_march_backward(m, f->data, f->occ, o, d, &fwd, g, f->grad, f->wmax, NULL);
+        if (out_rgb)
+            for (int c = 0; c < 3; c++) out_rgb[3 * r + c] = fwd.rgb[c];
+    }
+    return loss;
+}
+
+/* splitmix64 of (seed, index): the same selection on the CPU and the GPU */
+static inline uint64_t vx__hash(uint64_t seed, uint64_t i) {
+    uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+double vx_fit_tv_backward_cpu(vx_fit_model *f, float w_sigma, float w_sh, float fraction, uint64_t seed,
+                              float eps) {
+    size_t nv = vx__voxels(f);
+    uint64_t cut = fraction >= 1.0f ? UINT64_MAX : (uint64_t)((double)fraction * 18446744073709551615.0);
+    double total = 0.0;
+    #pragma omp parallel for schedule(static) reduction(+ : total)
+    for (long long iv = 0; iv < (long long)nv; iv++) {
+        if (!f->alive[iv] || vx__hash(seed, (uint64_t)iv) > cut) continue;
+        int x = (int)(iv % f->nx), y = (int)((iv / f->nx) % f->ny), z = (int)(iv / ((size_t)f->nx * f->ny));
+        for (int c = 0; c < f->nc; c++) {
+            float w = c == 0 ? w_sigma : w_sh;
+            if (w == 0.0f) continue;
+            total += w * vx_fit_tv_voxel(f->data, f->grad, f->nx, f->ny, f->nz, f->nc, x, y, z, c, w, eps);
+        }
+    }
+    return total;
+}
+
+void vx_fit_adam_step_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr_sigma, float lr_sh) {
+    f->t++;
+    float bc1 = (float)(1.0 - pow(h->beta1, (double)f->t)), bc2 = (float)(1.0 - pow(h->beta2, (double)f->t));
+    size_t nv = vx__voxels(f);
+    int nc = f->nc;
+    #pragma omp parallel for schedule(static)
+    for (long long iv = 0; iv < (long long)nv; iv++) {
+        if (!f->alive[iv]) continue;
+        size_t i = (size_t)iv * nc;
+        for (int c = 0; c < nc; c++)
+            vx_fit_adam_update(f->data + i + c, f->adam_m + i + c, f->adam_v + i + c, f->grad[i + c],
+                               c == 0 ? lr_sigma : lr_sh, h->beta1, h->beta2, h->eps, bc1, bc2);
+    }
+}
+
+int vx_fit_occupancy_cpu(vx_fit_model *f, int cell) {
+    vx_scene s;
+    vx_fit_as_scene(f, &s);
+    free(f->occ);
+    f->occ = NULL;
+    if (vx_occupancy_build_cpu(&s.grid, &s.dec, cell, &f->occ, f->occ_n)) return -1;
+    f->occ_cell = cell;
+    f->mp.occ_b = cell;
+    memcpy(f->mp.occ_n, f->occ_n, sizeof f->occ_n);
+    return 0;
+}
+
+size_t vx_fit_prune_cpu(vx_fit_model *f, float thresh) {
+    size_t nv = vx__voxels(f), pruned = 0;
+    int nc = f->nc;
+    for (size_t iv = 0; iv < nv; iv++) {
+        if (f->alive[iv] && f->wmax[iv] < thresh) {
+            f->alive[iv] = 0;
+            memset(f->data + iv * nc, 0, nc * sizeof(float));
+            memset(f->adam_m + iv * nc, 0, nc * sizeof(float));
+            memset(f->adam_v + iv * nc, 0, nc * sizeof(float));
+            pruned++;
+        }
+        f->wmax[iv] = 0.0f;
+    }
+    return pruned;
+}
+
+int vx_fit_upsample_cpu(vx_fit_model *f, const int res[3]) {
+    vx_fit_model o = *f; /* the old arrays */
+    f->nx = res[0]; f->ny = res[1]; f->nz = res[2];
+    f->data = f->grad = f->adam_m = f->adam_v = f->wmax = NULL;
+    f->alive = f->occ = NULL;
+    if (vx__alloc_arrays(f)) { vx__free_arrays(f); *f = o; return -1; }
+    float sx = (float)o.nx / f->nx, sy = (float)o.ny / f->ny, sz = (float)o.nz / f->nz;
+    #pragma omp parallel for schedule(static)
+    for (int z = 0; z < f->nz; z++)
+        for (int y = 0; y < f->ny; y++)
+            for (int x = 0; x < f->nx; x++) {
+                /* cell-centred: new centre (i + 0.5) h' lies at old index (i + 0.5) h'/h - 0.5 */
+                vx_vec3 p = vx_v3(((float)x + 0.5f) * sx - 0.5f, ((float)y + 0.5f) * sy - 0.5f,
+                                  ((float)z + 0.5f) * sz - 0.5f);
+                size_t iv = ((size_t)z * f->ny + y) * f->nx + x, idx[8];
+                float w[8];
+                vx_trilinear_fetch(o.data, o.nx, o.ny, o.nz, o.nc, p, f->data + iv * f->nc);
+                vx_fit_corners(o.nx, o.ny, o.nz, p, idx, w);
+                unsigned char a = 0;
+                for (int j = 0; j < 8; j++) a |= w[j] > 0.0f && o.alive[idx[j]];
+                f->alive[iv] = a;
+                if (!a) memset(f->data + iv * f->nc, 0, f->nc * sizeof(float));
+            }
+    vx__free_arrays(&o);
+    f->occ_n[0] = f->occ_n[1] = f->occ_n[2] = 0;
+    return vx_fit_update_params(f, f->mp.stop);
+}
+
+/* ---- output ------------------------------------------------------------------------------- */
+
+static cJSON *vx__vec(const double *v, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+    return a;
+}
+
+static char *vx__manifest(const vx_fit_model *f, const char *name, const double cam[10]) {
+    cJSON *root = cJSON_CreateObject(), *dec = cJSON_CreateObject();
+    if (!root || !dec) { cJSON_Delete(root); cJSON_Delete(dec); return NULL; }
+    double bg[3] = {f->bg[0], f->bg[1], f->bg[2]};
+    cJSON_AddStringToObject(root, "name", name);
+    cJSON_AddStringToObject(root, "grid", "grid.npy");
+    cJSON_AddItemToObject(root, "bbox_min", vx__vec(f->box_lo, 3));
+    cJSON_AddItemToObject(root, "bbox_max", vx__vec(f->box_hi, 3));
+    cJSON_AddBoolToObject(root, "align_corners", 0);
+    cJSON_AddStringToObject(dec, "type", "sh");
+    cJSON_AddNumberToObject(dec, "degree", f->sh_degree);
+    cJSON_AddStringToObject(dec, "density_activation", "relu");
+    cJSON_AddStringToObject(dec, "color_activation", "plenoxels");
+    cJSON_AddNumberToObject(dec, "density_scale", f->density_scale);
+    cJSON_AddItemToObject(root, "decoder", dec);
+    cJSON_AddItemToObject(root, "background", vx__vec(bg, 3));
+    cJSON_AddNumberToObject(root, "step", f->step);
+    if (cam) {
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddItemToObject(c, "eye", vx__vec(cam, 3));
+        cJSON_AddItemToObject(c, "target", vx__vec(cam + 3, 3));
+        cJSON_AddItemToObject(c, "up", vx__vec(cam + 6, 3));
+        cJSON_AddNumberToObject(c, "fov", cam[9]);
+        cJSON_AddItemToObject(root, "camera", c);
+    }
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+int vx_fit_write_scene(const vx_fit_model *f, const char *dir, const char *name, const double cam[10]) {
+    char gpath[4096], jpath[4096], gtmp[4200], jtmp[4200];
+    if (!dir || !dir[0]) return vx_error("fit: empty output directory");
+    if (strlen(dir) > 3900) return vx_error("%s: output directory name too long", dir);
+    vx_path_join(dir, "grid.npy", gpath, sizeof gpath);
+    vx_path_join(dir, "scene.json", jpath, sizeof jpath);
+    if (vx_mkdirs_for(gpath)) return -1;
+    vx_temp_name(gpath, gtmp, sizeof gtmp);
+    vx_temp_name(jpath, jtmp, sizeof jtmp);
+    char *text = vx__manifest(f, name, cam);
+    if (!text) return vx_error("%s: out of memory building scene.json", jpath);
+    vx_scene s;
+    vx_fit_as_scene(f, &s);
+    int rc = vx_npy_write_grid(gtmp, &s.grid, 0);
+    if (rc == 0) {
+        size_t n = strlen(text);
+        rc = vx_write_file_atomic(jtmp, text, n);
+    }
+    cJSON_free(text);
+    if (rc != 0) { remove(gtmp); remove(jtmp); return -1; }
+    if (vx_commit_temp(gtmp, gpath, 1)) { remove(jtmp); return -1; }
+    return vx_commit_temp(jtmp, jpath, 1);
+}

@@ -1,0 +1,197 @@
+/* fit_march.h - the per-ray maths of `voxray fit`, shared (VX_HD) by fit_cpu.c and the
+ * CUDA twin kernels/fit.cu: the backward of vx_march() for the sh decoder (relu density,
+ * plenoxels colour) through compositing, decoding and the trilinear gather, scattered
+ * into a grid-shaped gradient. docs/FIT.md derives every line. */
+#ifndef VX_FIT_MARCH_H
+#define VX_FIT_MARCH_H
+
+#include "march.h"
+
+#ifndef __CUDACC__
+#include <string.h>
+#endif
+
+/* ---- scatter helpers: atomics on the GPU, OpenMP atomics on the CPU --------------------- */
+#ifdef __CUDACC__
+__device__ __forceinline__ void vx_fit_add(float *p, float v) { atomicAdd(p, v); }
+__device__ __forceinline__ void vx_fit_max(float *p, float v) {
+    /* non-negative floats order like their bit patterns */
+    if (v > *p) atomicMax((int *)p, __float_as_int(v));
+}
+#else
+static inline void vx_fit_add(float *p, float v) {
+    _Pragma("omp atomic") *p += v;
+}
+static inline void vx_fit_max(float *p, float v) {
+    /* non-negative floats order like their bit patterns: compare-and-swap on ints */
+    int *ip = (int *)p, want, cur = __atomic_load_n(ip, __ATOMIC_RELAXED);
+    memcpy(&want, &v, sizeof want);
+    while (want > cur && !__atomic_compare_exchange_n(ip, &cur, want, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+#endif
+
+/* ---- pieces (each has its own gradient check in tests/test_fit.c) ----------------------- */
+
+/* One compositing step's backward. Forward: alpha = 1 - exp(-sigma*delta), w = T*alpha,
+ * colour += w*c, T' = T*(1 - alpha), final C = sum w c + T_end*bg.
+ * Given g = dL/dC, acc = sum_{j<=k} w_j c_j (this sample included), T' = T after this
+ * sample and the final C: dL/dc = w*g and dL/dsigma = delta*g.(T'*c - (C - acc)). */
+VX_HD float vx_fit_composite_dsigma(const float *g, const float *c, float t_after, const float *acc,
+                                    const float *C, float delta) {
+    float s = 0.0f;
+    for (int k = 0; k < 3; k++) s += g[k] * (t_after * c[k] - (C[k] - acc[k]));
+    return delta * s;
+}
+
+/* Backward of the sh decoder (relu density x scale, colour max(0, SH.basis + 0.5)) at raw
+ * channels `raw`, basis b (nb functions): draw = dL/draw from dsigma and drgb. */
+VX_HD void vx_fit_decode_sh_backward(const vx_decoder *dec, const float *raw, const float *b, int nb,
+                                     float dsigma, const float *drgb, float *draw) {
+    draw[0] = raw[0] > 0.0f ? dsigma * dec->density_scale : 0.0f;
+    for (int c = 0; c < 3; c++) {
+        const float *k = raw + 1 + c * nb;
+        float s = 0.0f;
+        for (int i = 0; i < nb; i++) s += k[i] * b[i];
+        float gc = s + 0.5f > 0.0f ? drgb[c] : 0.0f;
+        for (int i = 0; i < nb; i++) draw[1 + c * nb + i] = gc * b[i];
+    }
+}
+
+/* The eight corners and weights vx_trilinear_fetch() uses at index-space point p
+ * (voxel indices, not channel offsets). */
+VX_HD void vx_fit_corners(int nx, int ny, int nz, vx_vec3 p, size_t *idx, float *w) {
+    int x0, x1, y0, y1, z0, z1;
+    float fx, fy, fz;
+    vx_axis_cell(p.x, nx, &x0, &x1, &fx);
+    vx_axis_cell(p.y, ny, &y0, &y1, &fy);
+    vx_axis_cell(p.z, nz, &z0, &z1, &fz);
+    size_t sy = (size_t)nx, sz = (size_t)ny * nx;
+    idx[0] = z0 * sz + y0 * sy + x0; w[0] = (1 - fz) * (1 - fy) * (1 - fx);
+    idx[1] = z0 * sz + y0 * sy + x1; w[1] = (1 - fz) * (1 - fy) * fx;
+    idx[2] = z0 * sz + y1 * sy + x0; w[2] = (1 - fz) * fy * (1 - fx);
+    idx[3] = z0 * sz + y1 * sy + x1; w[3] = (1 - fz) * fy * fx;
+    idx[4] = z1 * sz + y0 * sy + x0; w[4] = fz * (1 - fy) * (1 - fx);
+    idx[5] = z1 * sz + y0 * sy + x1; w[5] = fz * (1 - fy) * fx;
+    idx[6] = z1 * sz + y1 * sy + x0; w[6] = fz * fy * (1 - fx);
+    idx[7] = z1 * sz + y1 * sy + x1; w[7] = fz * fy * fx;
+}
+
+/* Adjoint of the trilinear gather: grad[corner][c] += w_corner * draw[c]. Corners that
+ * coincide at the border (n == 1) simply receive both shares, as the gather read both. */
+VX_HD void vx_fit_trilinear_scatter(float *grad, int nx, int ny, int nz, int nc, vx_vec3 p,
+                                    const float *draw) {
+    size_t idx[8];
+    float w[8];
+    vx_fit_corners(nx, ny, nz, p, idx, w);
+    for (int j = 0; j < 8; j++) {
+        if (w[j] == 0.0f) continue;
+        float *gp = grad + idx[j] * (size_t)nc;
+        for (int c = 0; c < nc; c++)
+            if (draw[c] != 0.0f) vx_fit_add(gp + c, w[j] * draw[c]);
+    }
+}
+
+/* ---- the whole ray --------------------------------------------------------------------- */
+
+/* Backward of vx_march() for the sh decoder. `fwd` is vx_march(m, data, occ, o, d) (the
+ * caller runs it; its colour is C), `g` = dL/dC. Marches the same samples again (same
+ * segments, occupancy skips and early stop), accumulating dL/d(grid) into grad (atomics).
+ * If wmax is not NULL each touched voxel's entry is raised to the sample's weight T*alpha
+ * (pruning statistics). Returns the colour recomputed by this pass (equals fwd). */
+VX_HD void vx_fit_march_backward(const vx_march_params *m, const float *data, const unsigned char *occ,
+                                 vx_vec3 o, vx_vec3 d, const vx_ray_result *fwd, const float *g,
+                                 float *grad, float *wmax, float *recomputed) {
+    float acc[3] = {0.0f, 0.0f, 0.0f}, T = 1.0f, t0, t1;
+    vx_vec3 oi = vx_affine_point(m->w2i, o), di = vx_affine_dir(m->w2i, d);
+    if (vx_ray_box(m->box_lo, m->box_hi, oi, di, &t0, &t1)) {
+        int n = vx_segment_count(t1 - t0, m->dt), nb = (m->dec.sh_degree + 1) * (m->dec.sh_degree + 1);
+        float raw[VX_MAX_CHANNELS], draw[VX_MAX_CHANNELS], rgb[3], b[16];
+        vx_sh_basis(m->dec.sh_degree, d, b);
+        for (int k = 0; k < n; k++) {
+            float ta = t0 + (float)k * m->dt;
+            float tb = k == n - 1 ? t1 : ta + m->dt;
+            float tm = 0.5f * (ta + tb);
+            vx_vec3 p = vx_add(oi, vx_scale(di, tm));
+            if (occ) { /* the same jump as vx_march(): skipped samples have zero gradient */
+                int cx, cy, cz;
+                if (!occ[vx_occ_cell(m, p, &cx, &cy, &cz)]) {
+                    float te = vx_occ_exit(m, oi, di, cx, cy, cz);
+                    float kf = floorf((te - t0) / m->dt - 0.5f);
+                    if (kf > (float)n) kf = (float)n;
+                    if ((int)kf - 1 > k) k = (int)kf - 1;
+                    continue;
+                }
+            }
+            vx_trilinear_fetch(data, m->nx, m->ny, m->nz, m->nc, p, raw);
+            float sigma = vx_decode(&m->dec, raw, d, rgb);
+            float delta = tb - ta;
+            float alpha = 1.0f - expf(-sigma * delta);
+            float w = T * alpha;
+            acc[0] += w * rgb[0]; acc[1] += w * rgb[1]; acc[2] += w * rgb[2];
+            T *= 1.0f - alpha;
+            float drgb[3] = {w * g[0], w * g[1], w * g[2]};
+            float dsigma = vx_fit_composite_dsigma(g, rgb, T, acc, fwd->rgb, delta);
+            vx_fit_decode_sh_backward(&m->dec, raw, b, nb, dsigma, drgb, draw);
+            vx_fit_trilinear_scatter(grad, m->nx, m->ny, m->nz, m->nc, p, draw);
+            if (wmax && w > 0.0f) {
+                size_t idx[8];
+                float cw[8];
+                vx_fit_corners(m->nx, m->ny, m->nz, p, idx, cw);
+                for (int j = 0; j < 8; j++)
+                    if (cw[j] > 0.0f) vx_fit_max(wmax + idx[j], w);
+            }
+            if (T < m->stop) break;
+        }
+    }
+    if (recomputed)
+        for (int c = 0; c < 3; c++) recomputed[c] = acc[c] + T * m->bg[c];
+}
+
+/* Photometric loss of one ray: sum over rgb of (C - target)^2 times `scale` (the caller
+ * passes 1/(3*batch) for the mean); writes g = dL/dC and returns the ray's term. */
+VX_HD float vx_fit_mse_backward(const float *C, const float *target, float scale, float *g) {
+    float l = 0.0f;
+    for (int c = 0; c < 3; c++) {
+        float e = C[c] - target[c];
+        l += e * e;
+        g[c] = 2.0f * e * scale;
+    }
+    return l * scale;
+}
+
+/* ---- optimiser and regulariser, per element ---------------------------------------------- */
+
+/* One Adam update of parameter x with gradient gr; t is the 1-based step. */
+VX_HD void vx_fit_adam_update(float *x, float *mom, float *var, float gr, float lr, float b1, float b2,
+                              float eps, float bc1, float bc2) {
+    /* bc1 = 1 - b1^t, bc2 = 1 - b2^t (computed once per step by the caller) */
+    *mom = b1 * *mom + (1.0f - b1) * gr;
+    *var = b2 * *var + (1.0f - b2) * gr * gr;
+    float mh = *mom / bc1, vh = *var / bc2;
+    *x -= lr * mh / (sqrtf(vh) + eps);
+}
+
+/* Isotropic total variation at voxel (x, y, z), channel c, Plenoxels style:
+ * tv = sqrt(dx^2 + dy^2 + dz^2 + eps) with forward differences (zero past the last voxel).
+ * Adds weight * d tv / d value to the voxel and its +x, +y, +z neighbours; returns tv. */
+VX_HD float vx_fit_tv_voxel(const float *data, float *grad, int nx, int ny, int nz, int nc, int x, int y,
+                            int z, int c, float weight, float eps) {
+    size_t i = (((size_t)z * ny + y) * nx + x) * nc + c;
+    size_t sx = (size_t)nc, sy = (size_t)nx * nc, sz = (size_t)ny * nx * nc;
+    float v = data[i];
+    float dx = x + 1 < nx ? data[i + sx] - v : 0.0f;
+    float dy = y + 1 < ny ? data[i + sy] - v : 0.0f;
+    float dz = z + 1 < nz ? data[i + sz] - v : 0.0f;
+    float tv = sqrtf(dx * dx + dy * dy + dz * dz + eps);
+    if (grad && weight != 0.0f) {
+        float s = weight / tv;
+        vx_fit_add(grad + i, -s * (dx + dy + dz));
+        if (x + 1 < nx) vx_fit_add(grad + i + sx, s * dx);
+        if (y + 1 < ny) vx_fit_add(grad + i + sy, s * dy);
+        if (z + 1 < nz) vx_fit_add(grad + i + sz, s * dz);
+    }
+    return tv;
+}
+
+#endif
