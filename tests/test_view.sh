@@ -12,6 +12,7 @@ fail=0
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 finish() {
+    [ -n "$KEEP" ] && { echo "kept $T"; echo "view: $pass passed, $fail failed"; exit 1; }
     rm -rf "$T"
     echo "view: $pass passed, $fail failed"
     [ "$fail" -eq 0 ]
@@ -116,7 +117,9 @@ xdotool key --window "$wid" r; xdotool click --window "$wid" 4 4 4; snap zoom.pn
 xdotool key --window "$wid" r; xdotool keydown --window "$wid" w; sleep 0.4; xdotool keyup --window "$wid" w; snap fly.png
 xdotool key --window "$wid" r b b; snap background.png
 xdotool key --window "$wid" b b bracketright bracketright bracketright; snap coarse.png
-xdotool key --window "$wid" bracketleft bracketleft bracketleft r Right Right Up; snap window.png
+xdotool key --window "$wid" bracketleft bracketleft bracketleft r; xdotool windowsize "$wid" 170 130
+sleep 0.5; snap resized.png
+xdotool key --window "$wid" Right Right Up; snap window.png
 xdotool key --window "$wid" h Escape 2>/dev/null
 i=0; while kill -0 $pid 2>/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
 if kill -0 $pid 2>/dev/null; then echo "drive: Esc did not quit"; kill $pid; exit 1; fi
@@ -135,10 +138,12 @@ else
         for st in orbit pan zoom fly background coarse; do
             $CMP "$T/$st.png" "$T/iref.png" --differ --tol 2 >/dev/null && ok || bad "$sc: '$st' did not change the picture"
         done
+        $VOXRAY render "$T/$sc" --size 170x130 --backend cpu -o "$T/iref2.png" -q || bad "render $sc 170x130"
+        $CMP "$T/resized.png" "$T/iref2.png" >/dev/null && ok || bad "$sc: frame after a window resize differs from render"
         grep -q "(moving)" "$T/titles" && ok || bad "$sc: no reduced-resolution frame while dragging"
         grep -q "Esc  *quit" "$T/ilog" && ok || bad "$sc: H printed no help"
         if [ $sc = phantom ]; then
-            $CMP "$T/window.png" "$T/iref.png" --differ --tol 2 >/dev/null && ok || bad "phantom: the window keys changed nothing"
+            $CMP "$T/window.png" "$T/iref2.png" --differ --tol 2 >/dev/null && ok || bad "phantom: the window keys changed nothing"
         fi
     done
 fi

@@ -379,9 +379,13 @@ static int vx__open_window(vx_viewer *v) {
     glfwSetWindowRefreshCallback(v->win, vx__refresh);
     glfwSwapInterval(v->frames ? 0 : 1);
     if (vx_view_gl_init(&v->gl)) return -1;
+    int ww, wh;
+    float csx, csy;
     glfwGetFramebufferSize(v->win, &v->fb_w, &v->fb_h);
-    fprintf(stderr, "voxray: view %s: window %dx%d, framebuffer %dx%d, %s, OpenGL %s\n", v->scene.name,
-            v->cli.width, v->cli.height, v->fb_w, v->fb_h, vx_renderer_backend_name(v->r),
+    glfwGetWindowSize(v->win, &ww, &wh);
+    glfwGetWindowContentScale(v->win, &csx, &csy);
+    fprintf(stderr, "voxray: view %s: window %dx%d, framebuffer %dx%d, content scale %g, %s, OpenGL %s\n",
+            v->scene.name, ww, wh, v->fb_w, v->fb_h, csx, vx_renderer_backend_name(v->r),
             (const char *)glGetString(GL_RENDERER));
     return 0;
 }
@@ -438,9 +442,13 @@ static int vx__loop(vx_viewer *v) {
         t_prev = now;
         int ow = v->fb_w, oh = v->fb_h;
         glfwGetFramebufferSize(v->win, &v->fb_w, &v->fb_h);
-        if (v->fb_w <= 0 || v->fb_h <= 0) { /* minimised: nothing to draw, wait for events */
+        int iconified = glfwGetWindowAttrib(v->win, GLFW_ICONIFIED);
+        if (v->fb_w <= 0 || v->fb_h <= 0 || (iconified && !v->frames)) {
+            /* minimised (a 0 x 0 framebuffer on some platforms): nothing to draw; wait */
             if (v->frames) return vx_error("the window has no framebuffer (minimised?) in a scripted run");
             glfwWaitEvents();
+            v->fb_w = ow;          /* compare against the last drawable size on return */
+            v->fb_h = oh;
             continue;
         }
         if (v->fb_w != ow || v->fb_h != oh) {
@@ -450,6 +458,7 @@ static int vx__loop(vx_viewer *v) {
                 v->vi = NULL;
             }
             v->dirty = 1;
+            if (!v->frames) v->last_move = now; /* while the edge is dragged, frames stay cheap */
         }
         vx__fly(v, dt);
         if (v->orbit_speed != 0 && (!v->frames || rendered > 0)) {
