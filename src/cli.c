@@ -66,7 +66,7 @@ const char *vx_cli_common_help(void) {
            "  --azimuth DEG --elevation DEG --distance D        orbit about the grid centre\n"
            "  --raw X,Y,Z,DTYPE[,le|be]  read a headerless raw file (dtypes uint8 int8 uint16\n"
            "                          int16 uint32 int32 float32 float64)\n"
-           "  --spacing sx,sy,sz      voxel spacing for --raw\n"
+           "  --spacing sx,sy,sz      voxel spacing for --raw and files without one (.den)\n"
            "  --volume N              which volume of a 4-D file (default 0)\n"
            "Decoder:\n"
            "  --density-scale S       multiply density\n"

@@ -372,24 +372,30 @@ void vx_scene_free(vx_scene *s) { vx_grid_free(&s->grid); }
 void vx_scene_default_camera(const vx_scene *s, double eye[3], double target[3], double up[3], double *fov_deg) {
     double lo[3], hi[3];
     vx_grid_world_bounds(&s->grid, lo, hi);
-    double r2 = 0;
-    for (int a = 0; a < 3; a++) {
-        target[a] = 0.5 * (lo[a] + hi[a]);
-        r2 += 0.25 * (hi[a] - lo[a]) * (hi[a] - lo[a]);
-    }
-    double fov = 40.0, r = sqrt(r2);
-    double dist = r / sin(0.5 * fov * M_PI / 180.0) * 1.02;
-    double az = 35.0 * M_PI / 180.0, el = 25.0 * M_PI / 180.0;
+    for (int a = 0; a < 3; a++) target[a] = 0.5 * (lo[a] + hi[a]);
+    double fov = 40.0, az = 35.0 * M_PI / 180.0, el = 25.0 * M_PI / 180.0, dir[3];
     if (s->z_up) { /* look from the front (+Y, anterior in RAS), Z up */
-        eye[0] = target[0] + dist * cos(el) * sin(az);
-        eye[1] = target[1] + dist * cos(el) * cos(az);
-        eye[2] = target[2] + dist * sin(el);
+        dir[0] = cos(el) * sin(az); dir[1] = cos(el) * cos(az); dir[2] = sin(el);
         up[0] = 0; up[1] = 0; up[2] = 1;
     } else {
-        eye[0] = target[0] + dist * cos(el) * sin(az);
-        eye[1] = target[1] + dist * sin(el);
-        eye[2] = target[2] + dist * cos(el) * cos(az);
+        dir[0] = cos(el) * sin(az); dir[1] = sin(el); dir[2] = cos(el) * cos(az);
         up[0] = 0; up[1] = 1; up[2] = 0;
     }
+    /* camera basis: back = dir, right = up x back, true up = back x right */
+    double r[3] = {up[1] * dir[2] - up[2] * dir[1], up[2] * dir[0] - up[0] * dir[2], up[0] * dir[1] - up[1] * dir[0]};
+    double rl = sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
+    for (int a = 0; a < 3; a++) r[a] /= rl;
+    double u[3] = {dir[1] * r[2] - dir[2] * r[1], dir[2] * r[0] - dir[0] * r[2], dir[0] * r[1] - dir[1] * r[0]};
+    /* the nearest distance at which all 8 box corners fall inside the field of view */
+    double tn = tan(0.5 * fov * M_PI / 180.0), dist = 0;
+    for (int c = 0; c < 8; c++) {
+        double p[3] = {(c & 1 ? hi[0] : lo[0]) - target[0], (c & 2 ? hi[1] : lo[1]) - target[1],
+                       (c & 4 ? hi[2] : lo[2]) - target[2]};
+        double x = fabs(p[0] * r[0] + p[1] * r[1] + p[2] * r[2]), y = fabs(p[0] * u[0] + p[1] * u[1] + p[2] * u[2]);
+        double z = p[0] * dir[0] + p[1] * dir[1] + p[2] * dir[2];
+        dist = fmax(dist, z + fmax(x, y) / tn);
+    }
+    dist *= 1.05;
+    for (int a = 0; a < 3; a++) eye[a] = target[a] + dist * dir[a];
     *fov_deg = fov;
 }
