@@ -16,48 +16,13 @@
 #include "view.h"
 #include "vx_common.h"
 
-typedef struct {
-    GLFWwindow *win;
-    vx_cli_common cli;
-    vx_scene scene;
-    int scene_loaded;
-    vx_renderer *r;
-    vx_render_opts ropts;
-    vx_view_camera cam;
-    vx_view_gl gl;
-    vx_view_interop *vi;         /* CUDA-GL path, NULL when the host copy is used */
-    vx_frame frame;
-    unsigned char *rgb;          /* display bytes of the host path */
-    size_t rgb_cap;
-    int mode, bg_index;
-    int fb_w, fb_h;              /* framebuffer (pixels) */
-    int shown_w, shown_h;        /* size of the frame in the texture */
-    /* interaction */
-    int drag;                    /* 0 none, 1 orbit, 2 pan, 3 transfer-function window */
-    double mx, my;
-    double last_move;            /* time of the last camera change */
-    int dirty;                   /* the scene or camera changed: render again */
-    int redraw;                  /* only draw the texture again */
-    int shot_pending;
-    int params_dirty;            /* ropts / decoder changed: vx_renderer_set_opts */
-    float data_lo, data_hi;      /* channel-0 range (scalar window keys) */
-    /* speed */
-    double ms_per_px, last_ms, frame_ms;
-    long long last_samples, last_rays;
-    /* flags */
-    int frames, resize_w, resize_h;
-    double orbit_speed, target_fps;
-    const char *screenshot;
-    int shot_count;
-} vx_viewer;
-
 static char vx__glfw_msg[512];
 
 static void vx__glfw_error(int code, const char *desc) {
     snprintf(vx__glfw_msg, sizeof vx__glfw_msg, "%s (GLFW error 0x%x)", desc, code);
 }
 
-static double vx__now(void) {
+double vx_view_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
@@ -77,147 +42,6 @@ static void vx__view_usage(void) {
            vx_cli_common_help());
 }
 
-static void vx__help_keys(void) {
-    printf("voxray view keys:\n"
-           "  left drag        orbit            right/middle drag  pan\n"
-           "  wheel            zoom             W A S D / Q E      fly (Shift: faster)\n"
-           "  R                reset camera     F                  frame the grid\n"
-           "  [ / ]            finer / coarser step\n"
-           "  1 2 3 4          colour, depth, opacity, occupancy cells\n"
-           "  B                cycle background P                  screenshot (PNG)\n"
-           "  scalar volumes:  Left/Right move the window, Up/Down widen/narrow it,\n"
-           "                   Shift + left drag does both\n"
-           "  H                this help        Esc                quit\n");
-    fflush(stdout);
-}
-
-/* ---- input --------------------------------------------------------------------------- */
-
-static void vx__moved(vx_viewer *v) {
-    v->dirty = 1;
-    v->last_move = vx__now();
-}
-
-static int vx__is_scalar(const vx_viewer *v) { return v->scene.dec.type == VX_DEC_SCALAR; }
-
-/* Move the scalar window: shift its centre by dc and scale its width by ws. */
-static void vx__tf_window(vx_viewer *v, double dc, double ws) {
-    vx_decoder *d = &v->scene.dec;
-    double range = v->data_hi > v->data_lo ? v->data_hi - v->data_lo : 1.0;
-    double c = 0.5 * (d->window_lo + d->window_hi) + dc * range;
-    double w = fmax(1e-4 * range, (d->window_hi - d->window_lo) * ws);
-    d->window_lo = (float)(c - 0.5 * w);
-    d->window_hi = (float)(c + 0.5 * w);
-    v->params_dirty = 1;
-    vx__moved(v);
-}
-
-static void vx__key(GLFWwindow *w, int key, int scancode, int action, int mods) {
-    vx_viewer *v = glfwGetWindowUserPointer(w);
-    (void)scancode;
-    if (action == GLFW_RELEASE) return;
-    int shift = (mods & GLFW_MOD_SHIFT) != 0;
-    switch (key) {
-    case GLFW_KEY_ESCAPE: glfwSetWindowShouldClose(w, 1); return;
-    case GLFW_KEY_H: vx__help_keys(); return;
-    case GLFW_KEY_R: vx_view_camera_reset(&v->cam); vx__moved(v); return;
-    case GLFW_KEY_F: vx_view_camera_frame(&v->cam, v->fb_w, v->fb_h); vx__moved(v); return;
-    case GLFW_KEY_P: v->shot_pending = 1; v->redraw = 1; return;
-    case GLFW_KEY_LEFT_BRACKET:
-    case GLFW_KEY_RIGHT_BRACKET: {
-        float cur = v->ropts.step > 0 ? v->ropts.step : v->scene.step;
-        cur = key == GLFW_KEY_RIGHT_BRACKET ? cur * 1.25f : cur / 1.25f;
-        v->ropts.step = vx_clampf(cur, 0.02f, 8.0f);
-        fprintf(stderr, "voxray: step %.3g voxels\n", v->ropts.step);
-        v->params_dirty = 1;
-        vx__moved(v);
-        return;
-    }
-    case GLFW_KEY_B: {
-        static const float bgs[3][3] = {{0, 0, 0}, {1, 1, 1}, {0.5f, 0.5f, 0.5f}};
-        v->bg_index = (v->bg_index + 1) % 4;
-        if (v->bg_index == 0) {
-            v->ropts.has_background = v->cli.ropts.has_background;
-            memcpy(v->ropts.background, v->cli.ropts.background, sizeof v->ropts.background);
-        } else {
-            v->ropts.has_background = 1;
-            memcpy(v->ropts.background, bgs[v->bg_index - 1], sizeof v->ropts.background);
-        }
-        v->params_dirty = 1;
-        vx__moved(v);
-        return;
-    }
-    default: break;
-    }
-    if (key >= GLFW_KEY_1 && key <= GLFW_KEY_4) { v->mode = key - GLFW_KEY_1; vx__moved(v); return; }
-    if (key >= GLFW_KEY_KP_1 && key <= GLFW_KEY_KP_4) { v->mode = key - GLFW_KEY_KP_1; vx__moved(v); return; }
-    if (key == GLFW_KEY_LEFT || key == GLFW_KEY_RIGHT || key == GLFW_KEY_UP || key == GLFW_KEY_DOWN) {
-        if (!vx__is_scalar(v)) {
-            if (action == GLFW_PRESS) vx_warn("the window keys apply to scalar volumes only");
-            return;
-        }
-        double step = shift ? 0.1 : 0.02;
-        if (key == GLFW_KEY_LEFT) vx__tf_window(v, -step, 1.0);
-        if (key == GLFW_KEY_RIGHT) vx__tf_window(v, step, 1.0);
-        if (key == GLFW_KEY_UP) vx__tf_window(v, 0.0, 1.15);
-        if (key == GLFW_KEY_DOWN) vx__tf_window(v, 0.0, 1.0 / 1.15);
-    }
-}
-
-static void vx__button(GLFWwindow *w, int button, int action, int mods) {
-    vx_viewer *v = glfwGetWindowUserPointer(w);
-    if (action == GLFW_RELEASE) { v->drag = 0; vx__moved(v); return; }
-    glfwGetCursorPos(w, &v->mx, &v->my);
-    if (button == GLFW_MOUSE_BUTTON_LEFT)
-        v->drag = (mods & GLFW_MOD_SHIFT) && vx__is_scalar(v) ? 3 : 1;
-    else if (button == GLFW_MOUSE_BUTTON_RIGHT || button == GLFW_MOUSE_BUTTON_MIDDLE)
-        v->drag = 2;
-}
-
-static void vx__cursor(GLFWwindow *w, double x, double y) {
-    vx_viewer *v = glfwGetWindowUserPointer(w);
-    if (!v->drag) return;
-    double dx = x - v->mx, dy = y - v->my;
-    int ww, wh;
-    v->mx = x;
-    v->my = y;
-    glfwGetWindowSize(w, &ww, &wh);
-    double sx = ww > 0 ? (double)v->fb_w / ww : 1.0; /* HiDPI: cursor in screen units */
-    if (v->drag == 1) vx_view_camera_orbit(&v->cam, -0.3 * dx, 0.3 * dy);
-    else if (v->drag == 2) vx_view_camera_pan(&v->cam, dx * sx, dy * sx, v->fb_w);
-    else { vx__tf_window(v, dx / (ww > 0 ? ww : 1), exp(0.01 * dy)); return; }
-    vx__moved(v);
-}
-
-static void vx__scroll(GLFWwindow *w, double xoff, double yoff) {
-    vx_viewer *v = glfwGetWindowUserPointer(w);
-    (void)xoff;
-    vx_view_camera_zoom(&v->cam, pow(0.88, yoff));
-    vx__moved(v);
-}
-
-static void vx__refresh(GLFWwindow *w) {
-    vx_viewer *v = glfwGetWindowUserPointer(w);
-    v->redraw = 1;
-}
-
-/* Fly with W A S D / Q E, scaled by the time since the last frame. */
-static void vx__fly(vx_viewer *v, double dt) {
-    GLFWwindow *w = v->win;
-    double f = 0, r = 0, u = 0;
-    if (glfwGetKey(w, GLFW_KEY_W) == GLFW_PRESS) f += 1;
-    if (glfwGetKey(w, GLFW_KEY_S) == GLFW_PRESS) f -= 1;
-    if (glfwGetKey(w, GLFW_KEY_D) == GLFW_PRESS) r += 1;
-    if (glfwGetKey(w, GLFW_KEY_A) == GLFW_PRESS) r -= 1;
-    if (glfwGetKey(w, GLFW_KEY_E) == GLFW_PRESS) u += 1;
-    if (glfwGetKey(w, GLFW_KEY_Q) == GLFW_PRESS) u -= 1;
-    if (f == 0 && r == 0 && u == 0) return;
-    int fast = glfwGetKey(w, GLFW_KEY_LEFT_SHIFT) == GLFW_PRESS || glfwGetKey(w, GLFW_KEY_RIGHT_SHIFT) == GLFW_PRESS;
-    double s = v->cam.radius * 0.8 * fmin(dt, 0.1) * (fast ? 4.0 : 1.0);
-    vx_view_camera_fly(&v->cam, f * s, r * s, u * s);
-    vx__moved(v);
-}
-
 /* ---- frames -------------------------------------------------------------------------- */
 
 /* Render a w x h frame and put it in the texture: straight into the pixel buffer with
@@ -225,7 +49,7 @@ static void vx__fly(vx_viewer *v, double dt) {
 static int vx__render(vx_viewer *v, int w, int h) {
     vx_camera c;
     if (vx_view_camera_get(&v->cam, w, h, &c)) return -1;
-    double t0 = vx__now();
+    double t0 = vx_view_now();
     if (v->vi && v->mode == VX_MODE_COLOR) {
         vx_frame st;
         memset(&st, 0, sizeof st);
@@ -257,7 +81,7 @@ static int vx__render(vx_viewer *v, int w, int h) {
 done:
     v->shown_w = w;
     v->shown_h = h;
-    v->last_ms = 1000.0 * (vx__now() - t0);
+    v->last_ms = 1000.0 * (vx_view_now() - t0);
     double per = v->last_ms / ((double)w * h);
     v->ms_per_px = v->ms_per_px > 0 ? 0.5 * v->ms_per_px + 0.5 * per : per;
     return 0;
@@ -280,6 +104,10 @@ static void vx__title(vx_viewer *v) {
              v->scene.name, v->shown_w, v->shown_h, full ? "" : " (moving)", v->frame_ms,
              1000.0 / fmax(v->frame_ms, 1e-3), spr,
              vx_view_mode_name(v->mode), vx_renderer_backend_name(v->r));
+    if (v->scene.dec.type == VX_DEC_SCALAR) {
+        size_t n = strlen(t);
+        snprintf(t + n, sizeof t - n, " - window %.4g..%.4g", v->scene.dec.window_lo, v->scene.dec.window_hi);
+    }
     glfwSetWindowTitle(v->win, t);
 }
 
@@ -371,12 +199,7 @@ static int vx__open_window(vx_viewer *v) {
     if (!ver || GLAD_VERSION_MAJOR(ver) * 10 + GLAD_VERSION_MINOR(ver) < 33)
         return vx_error("OpenGL 3.3 core is needed; the context offers %d.%d", GLAD_VERSION_MAJOR(ver),
                         GLAD_VERSION_MINOR(ver));
-    glfwSetWindowUserPointer(v->win, v);
-    glfwSetKeyCallback(v->win, vx__key);
-    glfwSetMouseButtonCallback(v->win, vx__button);
-    glfwSetCursorPosCallback(v->win, vx__cursor);
-    glfwSetScrollCallback(v->win, vx__scroll);
-    glfwSetWindowRefreshCallback(v->win, vx__refresh);
+    vx_view_input_install(v);
     glfwSwapInterval(v->frames ? 0 : 1);
     if (vx_view_gl_init(&v->gl)) return -1;
     int ww, wh;
@@ -410,7 +233,7 @@ static void vx__choose_display(vx_viewer *v) {
 static int vx__scripted_resize(vx_viewer *v) {
     int ow = v->fb_w, oh = v->fb_h;
     glfwSetWindowSize(v->win, v->resize_w, v->resize_h);
-    for (double t0 = vx__now(); vx__now() - t0 < 5.0;) {
+    for (double t0 = vx_view_now(); vx_view_now() - t0 < 5.0;) {
         glfwWaitEventsTimeout(0.05);
         glfwGetFramebufferSize(v->win, &v->fb_w, &v->fb_h);
         if (v->fb_w != ow || v->fb_h != oh) break;
@@ -427,17 +250,17 @@ static int vx__scripted_resize(vx_viewer *v) {
 
 static int vx__loop(vx_viewer *v) {
     int done = 0, rendered = 0;
-    double t_prev = vx__now();
+    double t_prev = vx_view_now();
     v->dirty = 1;
     while (!glfwWindowShouldClose(v->win)) {
-        double now = vx__now();
+        double now = vx_view_now();
         int moving = !v->frames && (v->drag || now - v->last_move < 0.25);
         int full_shown = v->shown_w == v->fb_w && v->shown_h == v->fb_h;
         if (v->frames || v->orbit_speed != 0 || moving || v->dirty || v->redraw || !full_shown)
             glfwPollEvents();
         else
             glfwWaitEventsTimeout(0.5);
-        now = vx__now();
+        now = vx_view_now();
         double dt = now - t_prev;
         t_prev = now;
         int ow = v->fb_w, oh = v->fb_h;
@@ -460,7 +283,7 @@ static int vx__loop(vx_viewer *v) {
             v->dirty = 1;
             if (!v->frames) v->last_move = now; /* while the edge is dragged, frames stay cheap */
         }
-        vx__fly(v, dt);
+        vx_view_input_fly(v, dt);
         if (v->orbit_speed != 0 && (!v->frames || rendered > 0)) {
             vx_view_camera_spin(&v->cam, v->orbit_speed);
             v->dirty = 1;
@@ -483,11 +306,11 @@ static int vx__loop(vx_viewer *v) {
             v->dirty = 0;
             if (vx__render(v, w, h)) return -1;
             if (v->frames && rendered == v->frames - 1 && v->screenshot) v->shot_pending = 1;
-            double t_present = vx__now();
+            double t_present = vx_view_now();
             int shot = v->shot_pending;
             if (vx__present(v, v->screenshot) && v->frames && shot) return -1;
             /* the whole frame: render, colour, upload, draw, swap */
-            v->frame_ms = v->last_ms + 1000.0 * (vx__now() - t_present);
+            v->frame_ms = v->last_ms + 1000.0 * (vx_view_now() - t_present);
             vx__title(v);
             rendered++;
             if (v->frames) {

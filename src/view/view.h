@@ -1,5 +1,6 @@
 /* view.h - shared pieces of `voxray view` (src/view/): the orbit/fly camera, the GL
- * display (shaders, texture, pixel buffer), the render modes and the CUDA-GL glue.
+ * display (shaders, texture, pixel buffer), the render modes, the CUDA-GL glue, input
+ * and the viewer state.
  * view.c runs the window loop and calls the other view_*.c files, one concern each. */
 #ifndef VX_VIEW_H
 #define VX_VIEW_H
@@ -74,11 +75,53 @@ void vx_view_colorize(int mode, const vx_frame *f, const vx_volume *v, const vx_
 typedef struct vx_view_interop vx_view_interop;
 /* Try interop for renderer r (CUDA backend only); NULL + a stderr line when unavailable. */
 vx_view_interop *vx_view_interop_create(vx_renderer *r);
-/* Render straight into the GL pixel buffer g->pbo (resized/re-registered as needed) and
- * copy it into the texture. Fills the frame counters of stats. */
 /* The framebuffer is now w x h: resize the pixel buffer and register it again. */
 int vx_view_interop_resize(vx_view_interop *vi, vx_view_gl *g, int w, int h);
+/* Render straight into the GL pixel buffer g->pbo (resized/re-registered as needed) and
+ * copy it into the texture. Fills the frame counters of stats. */
 int vx_view_interop_render(vx_view_interop *vi, vx_view_gl *g, const vx_camera *c, vx_frame *stats);
 void vx_view_interop_destroy(vx_view_interop *vi);
+
+/* ---- the viewer state (view.c runs it, view_input.c changes it) ------------------------ */
+typedef struct {
+    struct GLFWwindow *win;
+    vx_cli_common cli;
+    vx_scene scene;
+    int scene_loaded;
+    vx_renderer *r;
+    vx_render_opts ropts;
+    vx_view_camera cam;
+    vx_view_gl gl;
+    vx_view_interop *vi;         /* CUDA-GL path, NULL when the host copy is used */
+    vx_frame frame;
+    unsigned char *rgb;          /* display bytes of the host path */
+    size_t rgb_cap;
+    int mode, bg_index;
+    int fb_w, fb_h;              /* framebuffer (pixels) */
+    int shown_w, shown_h;        /* size of the frame in the texture */
+    /* interaction */
+    int drag;                    /* 0 none, 1 orbit, 2 pan, 3 transfer-function window */
+    double mx, my;
+    double last_move;            /* time of the last camera change */
+    int dirty;                   /* the scene or camera changed: render again */
+    int redraw;                  /* only draw the texture again */
+    int shot_pending;
+    int params_dirty;            /* ropts / decoder changed: vx_renderer_set_opts */
+    float data_lo, data_hi;      /* channel-0 range (scalar window keys) */
+    /* speed */
+    double ms_per_px, last_ms, frame_ms;
+    long long last_samples, last_rays;
+    /* flags */
+    int frames, resize_w, resize_h;
+    double orbit_speed, target_fps;
+    const char *screenshot;
+    int shot_count;
+} vx_viewer;
+
+double vx_view_now(void);                       /* monotonic seconds */
+/* ---- input (view_input.c) ------------------------------------------------------------ */
+void vx_view_input_install(vx_viewer *v);      /* GLFW callbacks on v->win */
+void vx_view_input_fly(vx_viewer *v, double dt); /* W A S D / Q E held down */
+void vx_view_help_keys(void);
 
 #endif
