@@ -120,6 +120,7 @@ xdotool key --window "$wid" b b bracketright bracketright bracketright; snap coa
 xdotool key --window "$wid" bracketleft bracketleft bracketleft r; xdotool windowsize "$wid" 170 130
 sleep 0.5; snap resized.png
 xdotool key --window "$wid" Right Right Up; snap window.png
+xdotool keydown shift; drag 1 4; xdotool keyup shift; snap shiftdrag.png
 xdotool key --window "$wid" h Escape 2>/dev/null
 i=0; while kill -0 $pid 2>/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
 if kill -0 $pid 2>/dev/null; then echo "drive: Esc did not quit"; kill $pid; exit 1; fi
@@ -142,8 +143,11 @@ else
         $CMP "$T/resized.png" "$T/iref2.png" >/dev/null && ok || bad "$sc: frame after a window resize differs from render"
         grep -q "(moving)" "$T/titles" && ok || bad "$sc: no reduced-resolution frame while dragging"
         grep -q "Esc  *quit" "$T/ilog" && ok || bad "$sc: H printed no help"
+        # scalar: Shift + drag moves the window; rgba: it orbits
+        $CMP "$T/shiftdrag.png" "$T/window.png" --differ --tol 2 >/dev/null && ok || bad "$sc: Shift + drag changed nothing"
         if [ $sc = phantom ]; then
             $CMP "$T/window.png" "$T/iref2.png" --differ --tol 2 >/dev/null && ok || bad "phantom: the window keys changed nothing"
+            grep -q "window .*\.\." "$T/titles" && ok || bad "phantom: the title does not show the window"
         fi
     done
 fi
