@@ -107,6 +107,7 @@ drag() { # button dx: drag from the centre, reading the title while moving
         xdotool getwindowname "$wid" >>"$T/titles"
     done
     xdotool mouseup "$1"
+    for k in 1 2 3; do xdotool getwindowname "$wid" >>"$T/titles"; sleep 0.05; done
 }
 snap start.png
 xdotool key --window "$wid" 3; snap opacity.png
