@@ -115,6 +115,7 @@ xdotool key --window "$wid" 1; drag 1 6; snap orbit.png
 xdotool key --window "$wid" r; snap reset.png
 drag 3 5; snap pan.png
 xdotool key --window "$wid" r; xdotool click --window "$wid" 4 4 4; snap zoom.png
+xdotool key --window "$wid" f; snap framed.png
 xdotool key --window "$wid" r; xdotool keydown --window "$wid" w; sleep 0.4; xdotool keyup --window "$wid" w; snap fly.png
 xdotool key --window "$wid" r b b; snap background.png
 xdotool key --window "$wid" b b bracketright bracketright bracketright; snap coarse.png
@@ -137,7 +138,8 @@ else
         $CMP "$T/start.png" "$T/iref.png" >/dev/null && ok || bad "$sc: refined first frame differs from render"
         $CMP "$T/reset.png" "$T/iref.png" >/dev/null && ok || bad "$sc: R does not restore the starting camera"
         $CMP "$T/opacity.png" "$T/iop.png" --tol 0 >/dev/null && ok || bad "$sc: key 3 is not the opacity of render"
-        for st in orbit pan zoom fly background coarse; do
+        $CMP "$T/framed.png" "$T/zoom.png" --differ --tol 2 >/dev/null && ok || bad "$sc: F did not reframe"
+        for st in orbit pan zoom framed fly background coarse; do
             $CMP "$T/$st.png" "$T/iref.png" --differ --tol 2 >/dev/null && ok || bad "$sc: '$st' did not change the picture"
         done
         $VOXRAY render "$T/$sc" --size 170x130 --backend cpu -o "$T/iref2.png" -q || bad "render $sc 170x130"
