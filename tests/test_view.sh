@@ -160,6 +160,9 @@ fi
 rc=$?
 [ $rc -eq 1 ] && grep -q "no display available" "$T/err" && [ "$(grep -c . "$T/err")" -eq 1 ] && ok ||
     { bad "no display: exit $rc (want 1, one line)"; cat "$T/err"; }
+(DISPLAY=:987; export DISPLAY; timeout 20 $VOXRAY view "$T/orbs" --frames 1 --backend cpu) >/dev/null 2>"$T/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "no display available" "$T/err" && ok || { bad "unreachable display: exit $rc (want 1)"; cat "$T/err"; }
 mkdir -p "$T/badshaders"
 cp shaders/view.vert "$T/badshaders/"
 printf '#version 330 core\nout vec4 o;\nvoid main() { o = undefined_thing; }\n' >"$T/badshaders/view.frag"
