@@ -108,8 +108,9 @@ $(BUILD)/src/view/%.o: src/view/%.c $(GLAD_DIR)/include/glad/gl.h
 GLAD_VERSION := 2.0.8
 $(GLAD_DIR)/include/glad/gl.h:
 	@echo "  GLAD    $(GLAD_DIR)"
-	$(Q)$(PYTHON) -c "import glad" 2>/dev/null || $(PYTHON) -m pip install -q "glad2==$(GLAD_VERSION)"
-	$(Q)$(PYTHON) -m glad --api gl:core=3.3 --out-path $(GLAD_DIR) --reproducible c >/dev/null
+	$(Q)$(PYTHON) -c "import glad,sys; sys.exit(glad.__version__ != '$(GLAD_VERSION)')" 2>/dev/null || \
+	    $(PYTHON) -m pip install -q "glad2==$(GLAD_VERSION)"
+	$(Q)$(PYTHON) -m glad --quiet --api gl:core=3.3 --out-path $(GLAD_DIR) --reproducible c >/dev/null
 $(GLAD_DIR)/src/gl.c: $(GLAD_DIR)/include/glad/gl.h
 $(GLAD_DIR)/src/gl.o: $(GLAD_DIR)/src/gl.c
 	$(Q)$(CC) -O2 -I$(GLAD_DIR)/include -c $< -o $@

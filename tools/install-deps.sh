@@ -4,7 +4,7 @@
 # Called by `make test` and `make demo`; CI runs it through them.
 set -e
 PKGS="gcc make pkg-config python3 python3-pip libstb-dev libcjson-dev libcmocka-dev zlib1g-dev libzip-dev
-libglfw3-dev libgl-dev libgl1-mesa-dri xvfb xauth clang libclang-rt-14-dev"
+libglfw3-dev libgl-dev libgl1-mesa-dri xvfb xauth xdotool clang libclang-rt-14-dev"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
