@@ -650,6 +650,7 @@ static void test_dataset_good(void **state) {
     assert_true(fabs(vx_dataset_image(&h, 1)[0] - avg) < 1e-6);
     double g4 = (0 + 16 + 64 + 80) / 4.0 / 255.0;
     assert_true(fabs(vx_dataset_image(&h, 2)[0] - g4) < 1e-6);
+    vx_dataset_free(&h);
     assert_int_equal(vx_dataset_load(dir, "train", 3, &h) == -1, 1); /* 4 not divisible by 3 */
     /* hold out every 2nd: views 0 and 2 held, 1 trains */
     vx_dataset tr, he;
