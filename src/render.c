@@ -4,7 +4,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -13,12 +12,6 @@
 #include "image.h"
 #include "npy.h"
 #include "vx_common.h"
-
-static double vx__now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void vx__render_help(void) {
     printf("usage: voxray render SCENE -o OUT.png [options]\n"
@@ -158,15 +151,15 @@ int vx_cmd_render(int argc, char **argv) {
     }
     int nframes = turntable ? turntable : path_file ? camp.n : 1;
     int tty = isatty(2) && !quiet;
-    double t_all = vx__now(), samples_all = 0, rays_all = 0;
+    double t_all = vx_now(), samples_all = 0, rays_all = 0;
     for (int k = 0; k < nframes; k++) {
         if (vx__frame_camera(&c, &s, &camp, turntable, k, &cam)) {
             fprintf(stderr, "voxray: %s%sframe %d: %s\n", path_file ? path_file : "", path_file ? ": " : "", k, vx_errmsg());
             goto done;
         }
-        double t0 = vx__now();
+        double t0 = vx_now();
         if (vx_renderer_render(r, &cam, &f)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
-        double ms = (vx__now() - t0) * 1e3;
+        double ms = (vx_now() - t0) * 1e3;
         char name[4096];
         vx__frame_name(out, multi, k, name, sizeof name);
         if (vx_mkdirs_for(name) || vx_image_write_png(name, &f, transparent)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
@@ -189,13 +182,13 @@ int vx_cmd_render(int argc, char **argv) {
         else if (tty) {
             int bar = 30, done_n = (k + 1) * bar / nframes;
             fprintf(stderr, "\r[%.*s%*s] %d/%d frames, %.1f ms/frame", done_n, "##############################",
-                    bar - done_n, "", k + 1, nframes, (vx__now() - t_all) * 1e3 / (k + 1));
+                    bar - done_n, "", k + 1, nframes, (vx_now() - t_all) * 1e3 / (k + 1));
             if (k + 1 == nframes) fputc('\n', stderr);
         } else fprintf(stderr, "frame %d/%d: %s (%.1f ms, %.1f samples/ray)\n", k + 1, nframes, name, ms, spr);
     }
     if (multi && !quiet)
         printf("wrote %d frames (%dx%d, %s backend, %.1f ms/frame, %.1f samples/ray)\n", nframes, c.width, c.height,
-               vx_renderer_backend_name(r), (vx__now() - t_all) * 1e3 / nframes, samples_all / rays_all);
+               vx_renderer_backend_name(r), (vx_now() - t_all) * 1e3 / nframes, samples_all / rays_all);
     rc = 0;
 done:
     vx_frame_free(&f);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static _Thread_local char vx__errbuf[1024];
@@ -111,6 +112,12 @@ int vx_write_file_atomic(const char *path, const void *data, size_t len) {
     ok = (fclose(f) == 0) && ok;
     if (!ok) vx_error("%s: write failed", path);
     return vx_commit_temp(tmp, path, ok);
+}
+
+double vx_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 float vx_half_to_float(uint16_t h) {

@@ -48,6 +48,9 @@ void vx_temp_name(const char *path, char *buf, size_t cap);
 /* Finish an atomic write: rename tmp over path, or remove tmp on failure. */
 int vx_commit_temp(const char *tmp, const char *path, int ok);
 
+/* Monotonic wall clock in seconds (for timings and frame pacing). */
+double vx_now(void);
+
 /* IEEE half <-> float, exact for all halves, round-to-nearest-even to half. */
 float vx_half_to_float(uint16_t h);
 uint16_t vx_float_to_half(float f);

@@ -22,12 +22,6 @@ static void vx__glfw_error(int code, const char *desc) {
     snprintf(vx__glfw_msg, sizeof vx__glfw_msg, "%s (GLFW error 0x%x)", desc, code);
 }
 
-double vx_view_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void vx__view_usage(void) {
     printf("usage: voxray view SCENE [options]\n"
            "Open SCENE in an interactive window (OpenGL 3.3). Press H in the window for keys.\n\n"
@@ -49,7 +43,7 @@ static void vx__view_usage(void) {
 static int vx__render(vx_viewer *v, int w, int h) {
     vx_camera c;
     if (vx_view_camera_get(&v->cam, w, h, &c)) return -1;
-    double t0 = vx_view_now();
+    double t0 = vx_now();
     if (v->vi && v->mode == VX_MODE_COLOR) {
         vx_frame st;
         memset(&st, 0, sizeof st);
@@ -81,7 +75,7 @@ static int vx__render(vx_viewer *v, int w, int h) {
 done:
     v->shown_w = w;
     v->shown_h = h;
-    v->last_ms = 1000.0 * (vx_view_now() - t0);
+    v->last_ms = 1000.0 * (vx_now() - t0);
     double per = v->last_ms / ((double)w * h);
     v->ms_per_px = v->ms_per_px > 0 ? 0.5 * v->ms_per_px + 0.5 * per : per;
     return 0;
@@ -233,7 +227,7 @@ static void vx__choose_display(vx_viewer *v) {
 static int vx__scripted_resize(vx_viewer *v) {
     int ow = v->fb_w, oh = v->fb_h;
     glfwSetWindowSize(v->win, v->resize_w, v->resize_h);
-    for (double t0 = vx_view_now(); vx_view_now() - t0 < 5.0;) {
+    for (double t0 = vx_now(); vx_now() - t0 < 5.0;) {
         glfwWaitEventsTimeout(0.05);
         glfwGetFramebufferSize(v->win, &v->fb_w, &v->fb_h);
         if (v->fb_w != ow || v->fb_h != oh) break;
@@ -250,17 +244,17 @@ static int vx__scripted_resize(vx_viewer *v) {
 
 static int vx__loop(vx_viewer *v) {
     int done = 0, rendered = 0;
-    double t_prev = vx_view_now();
+    double t_prev = vx_now();
     v->dirty = 1;
     while (!glfwWindowShouldClose(v->win)) {
-        double now = vx_view_now();
+        double now = vx_now();
         int moving = !v->frames && (v->drag || now - v->last_move < 0.25);
         int full_shown = v->shown_w == v->fb_w && v->shown_h == v->fb_h;
         if (v->frames || v->orbit_speed != 0 || moving || v->dirty || v->redraw || !full_shown)
             glfwPollEvents();
         else
             glfwWaitEventsTimeout(0.5);
-        now = vx_view_now();
+        now = vx_now();
         double dt = now - t_prev;
         t_prev = now;
         int ow = v->fb_w, oh = v->fb_h;
@@ -306,11 +300,11 @@ static int vx__loop(vx_viewer *v) {
             v->dirty = 0;
             if (vx__render(v, w, h)) return -1;
             if (v->frames && rendered == v->frames - 1 && v->screenshot) v->shot_pending = 1;
-            double t_present = vx_view_now();
+            double t_present = vx_now();
             int shot = v->shot_pending;
             if (vx__present(v, v->screenshot) && v->frames && shot) return -1;
             /* the whole frame: render, colour, upload, draw, swap */
-            v->frame_ms = v->last_ms + 1000.0 * (vx_view_now() - t_present);
+            v->frame_ms = v->last_ms + 1000.0 * (vx_now() - t_present);
             vx__title(v);
             rendered++;
             if (v->frames) {

@@ -118,7 +118,6 @@ typedef struct {
     int shot_count;
 } vx_viewer;
 
-double vx_view_now(void);                       /* monotonic seconds */
 /* ---- input (view_input.c) ------------------------------------------------------------ */
 void vx_view_input_install(vx_viewer *v);      /* GLFW callbacks on v->win */
 void vx_view_input_fly(vx_viewer *v, double dt); /* W A S D / Q E held down */

@@ -27,7 +27,7 @@ void vx_view_help_keys(void) {
 
 static void vx__moved(vx_viewer *v) {
     v->dirty = 1;
-    v->last_move = vx_view_now();
+    v->last_move = vx_now();
 }
 
 static int vx__is_scalar(const vx_viewer *v) { return v->scene.dec.type == VX_DEC_SCALAR; }
