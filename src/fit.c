@@ -15,6 +15,9 @@
 #include "image.h"
 #include "metrics.h"
 #include "vx_common.h"
+#ifdef VX_HAVE_CUDA
+#include "vx_cuda.h"
+#endif
 
 static double vx__now(void) {
     struct timespec ts;
@@ -156,6 +159,54 @@ static void vx__sample_batch(const vx_dataset *d, vx_fit_batch *b, uint64_t *rng
     }
 }
 
+/* The steps on the chosen backend: g == NULL runs the vx_fit_*_cpu functions on f, else
+ * their vx_fit_*_cuda twins on the device copy (f is refreshed by vx__sync). */
+typedef struct {
+    vx_fit_model *f;
+    vx_fit_cuda *g;
+} vx__trainer;
+
+#ifdef VX_HAVE_CUDA
+#define VX__ON_GPU(t) ((t)->g != NULL)
+#else
+#define VX__ON_GPU(t) 0
+#endif
+
+static int vx__sync(vx__trainer *t) { return VX__ON_GPU(t) ? vx_fit_cuda_download(t->g, t->f) : 0; }
+
+static int vx__params(vx__trainer *t, float stop) {
+    if (vx_fit_update_params(t->f, stop)) return -1;
+    return VX__ON_GPU(t) ? vx_fit_update_params_cuda(t->g, stop) : 0;
+}
+
+static int vx__prune_upsample(vx__trainer *t, float thresh, const int res[3], float stop, size_t *pruned) {
+    if (VX__ON_GPU(t))
+        return vx_fit_prune_cuda(t->g, thresh, pruned) || vx_fit_upsample_cuda(t->g, res) ||
+               vx_fit_update_params_cuda(t->g, stop) || vx__sync(t) || vx_fit_update_params(t->f, stop) ? -1 : 0;
+    *pruned = vx_fit_prune_cpu(t->f, thresh);
+    return vx_fit_upsample_cpu(t->f, res) || vx_fit_update_params(t->f, stop) ? -1 : 0;
+}
+
+static int vx__step(vx__trainer *t, const vx_fit_config *cfg, const vx_fit_batch *b, float decay, uint64_t tv_seed,
+                    double *loss) {
+    const vx_fit_hparams *h = &cfg->hp;
+    int tv = h->tv_sigma > 0 || h->tv_sh > 0;
+    if (VX__ON_GPU(t)) {
+        double term;
+        if (cfg->occ_cell > 0 && vx_fit_occupancy_cuda(t->g, cfg->occ_cell)) return -1;
+        if (vx_fit_zero_grad_cuda(t->g) || vx_fit_rays_backward_cuda(t->g, b, NULL, loss)) return -1;
+        if (tv && vx_fit_tv_backward_cuda(t->g, h->tv_sigma, h->tv_sh, h->tv_fraction, tv_seed, h->tv_eps, &term))
+            return -1;
+        return vx_fit_adam_step_cuda(t->g, h, h->lr_sigma * decay, h->lr_sh * decay);
+    }
+    if (cfg->occ_cell > 0 && vx_fit_occupancy_cpu(t->f, cfg->occ_cell)) return -1;
+    vx_fit_zero_grad_cpu(t->f);
+    *loss = vx_fit_rays_backward_cpu(t->f, b, NULL);
+    if (tv) vx_fit_tv_backward_cpu(t->f, h->tv_sigma, h->tv_sh, h->tv_fraction, tv_seed, h->tv_eps);
+    vx_fit_adam_step_cpu(t->f, h, h->lr_sigma * decay, h->lr_sh * decay);
+    return 0;
+}
+
 int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *train, const vx_dataset *val,
                  vx_fit_stats *st) {
     memset(st, 0, sizeof *st);
@@ -163,34 +214,38 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
     if (cfg->stages < 1 || cfg->stages > VX_FIT_MAX_STAGES) return vx_error("fit: %d stages is outside 1..%d", cfg->stages, VX_FIT_MAX_STAGES);
     if (cfg->iters < 1 || cfg->batch < 1) return vx_error("fit: iterations and batch must be >= 1");
     vx_fit_batch b;
-    if (vx_fit_batch_alloc(&b, cfg->batch)) return -1;
-    if (vx_fit_update_params(f, cfg->stop)) { vx_fit_batch_free(&b); return -1; }
-    uint64_t rng = cfg->seed * 0x2545F4914F6CDD1Dull + 1;
-    int stage = 0, tenth = vx_maxi(cfg->iters / 10, 1), rc = -1;
+    vx__trainer t = {f, NULL};
     double t_start = vx__now(), t_train = 0.0, loss_acc = 0.0;
     long long rays = 0;
+    if (vx_fit_batch_alloc(&b, cfg->batch)) return -1;
+    int rc = -1;
+    if (cfg->use_cuda) {
+#ifdef VX_HAVE_CUDA
+        if (vx_fit_cuda_create(&t.g, f, cfg->batch)) goto done;
+#else
+        vx_error("fit: this voxray was built without CUDA");
+        goto done;
+#endif
+    }
+    if (vx__params(&t, cfg->stop)) goto done;
+    uint64_t rng = cfg->seed * 0x2545F4914F6CDD1Dull + 1;
+    int stage = 0, tenth = vx_maxi(cfg->iters / 10, 1);
     for (int it = 1; it <= cfg->iters; it++) {
         /* coarse to fine: stage s runs iterations (s*iters/S, (s+1)*iters/S] */
         int want = (int)((long long)(it - 1) * cfg->stages / cfg->iters);
         if (want != stage) {
+            size_t pr = 0;
             stage = want;
-            size_t pr = vx_fit_prune_cpu(f, cfg->hp.prune_weight);
+            if (vx__prune_upsample(&t, cfg->hp.prune_weight, cfg->res[stage], cfg->stop, &pr)) goto done;
             st->pruned += pr;
-            if (vx_fit_upsample_cpu(f, cfg->res[stage])) goto done;
-            if (vx_fit_update_params(f, cfg->stop)) goto done;
             if (cfg->log_every)
                 printf("fit: stage %d: pruned %zu voxels, upsampled to %dx%dx%d\n", stage + 1, pr, f->nx, f->ny, f->nz);
         }
-        double t0 = vx__now();
+        double t0 = vx__now(), loss;
         float frac = (float)(it - 1) / (float)vx_maxi(cfg->iters - 1, 1);
         float decay = powf(cfg->hp.lr_final_factor, frac);
         vx__sample_batch(train, &b, &rng);
-        if (cfg->occ_cell > 0 && vx_fit_occupancy_cpu(f, cfg->occ_cell)) goto done;
-        vx_fit_zero_grad_cpu(f);
-        double loss = vx_fit_rays_backward_cpu(f, &b, NULL);
-        if (cfg->hp.tv_sigma > 0 || cfg->hp.tv_sh > 0)
-            vx_fit_tv_backward_cpu(f, cfg->hp.tv_sigma, cfg->hp.tv_sh, cfg->hp.tv_fraction, vx__rng(&rng), cfg->hp.tv_eps);
-        vx_fit_adam_step_cpu(f, &cfg->hp, cfg->hp.lr_sigma * decay, cfg->hp.lr_sh * decay);
+        if (vx__step(&t, cfg, &b, decay, vx__rng(&rng), &loss)) goto done;
         t_train += vx__now() - t0;
         rays += b.n;
         if (!isfinite(loss)) { vx_error("fit: the loss became %g at iteration %d", loss, it); goto done; }
@@ -198,7 +253,7 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
         if (it > cfg->iters - tenth) st->loss_last += loss / tenth;
         loss_acc += loss;
         if ((cfg->val_every > 0 && it % cfg->val_every == 0) || (it == cfg->iters && val)) {
-            if (val && vx__validate(f, val, cfg->val_views, cfg->val_dir, it, &st->val_psnr)) goto done;
+            if (val && (vx__sync(&t) || vx__validate(f, val, cfg->val_views, cfg->val_dir, it, &st->val_psnr))) goto done;
         }
         if (cfg->log_every && (it % cfg->log_every == 0 || it == cfg->iters)) {
             int k = it % cfg->log_every ? it % cfg->log_every : cfg->log_every;
@@ -210,10 +265,14 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
             loss_acc = 0.0;
         }
     }
+    if (vx__sync(&t)) goto done;
     rc = 0;
 done:
     st->seconds = vx__now() - t_start;
     st->rays_per_s = rays / fmax(t_train, 1e-9);
+#ifdef VX_HAVE_CUDA
+    vx_fit_cuda_destroy(t.g);
+#endif
     vx_fit_batch_free(&b);
     return rc;
 }
@@ -284,8 +343,8 @@ static void vx__fit_usage(FILE *o) {
             "  --downscale F        average FxF pixel blocks of every photo (default 1)\n"
             "  --bbox x0,y0,z0,x1,y1,z1  world box (default: from the cameras)\n"
             "  --step S             segment length in voxels (default 0.5)\n"
-            "  --lr-sigma A --lr-sh B    Adam step sizes (default 1.0, 0.02)\n"
-            "  --tv-sigma A --tv-sh B    total-variation weights (default 1e-5, 1e-3)\n"
+            "  --lr-sigma A --lr-sh B    Adam step sizes (default 0.5, 0.02)\n"
+            "  --tv-sigma A --tv-sh B    total-variation weights (default 1e-7, 1e-7)\n"
             "  --seed S             random seed (default 1)\n"
             "  --backend auto|cpu|cuda   where to train (default auto)\n"
             "  -h, --help           this text\n",
@@ -376,11 +435,29 @@ int vx_cmd_fit(int argc, char **argv) {
     }
     if (!dataset) return vx__usage_error("fit", "which dataset? DATASET is a directory with transforms_train.json");
     if (!out) return vx__usage_error("fit", "where to? -o SCENE_DIR is required");
-    if (backend == VX_BACKEND_CUDA) {
-        fprintf(stderr, "voxray fit: the CUDA fit is not built yet (kernels/fit.cu); use --backend cpu\n");
-        return 1;
+    /* where to train: CUDA when asked for or (auto) when a device is usable; never a
+     * silent fallback */
+    if (backend != VX_BACKEND_CPU) {
+#ifdef VX_HAVE_CUDA
+        char info[256];
+        if (vx_cuda_probe(info, sizeof info)) {
+            cfg.use_cuda = 1;
+            fprintf(stderr, "voxray: fit: training with CUDA on %s\n", info);
+        } else if (backend == VX_BACKEND_CUDA) {
+            fprintf(stderr, "voxray fit: --backend cuda: no usable CUDA device (%s)\n", info);
+            return 1;
+        } else {
+            vx_warn("fit: training on the CPU: no usable CUDA device (%s)", info);
+        }
+#else
+        if (backend == VX_BACKEND_CUDA) {
+            fprintf(stderr, "voxray fit: --backend cuda: this voxray was built without CUDA (nvcc was not found); "
+                            "use --backend cpu\n");
+            return 1;
+        }
+        vx_warn("fit: training on the CPU: this voxray was built without CUDA");
+#endif
     }
-    if (backend == VX_BACKEND_AUTO) fprintf(stderr, "voxray: fit: training on the CPU (the CUDA fit is not built yet)\n");
     vx_dataset all, train, held;
     memset(&held, 0, sizeof held);
     if (vx_dataset_load(dataset, "train", downscale, &all)) { fprintf(stderr, "voxray fit: %s\n", vx_errmsg()); return 1; }

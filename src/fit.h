@@ -101,6 +101,27 @@ int vx_fit_upsample_cpu(vx_fit_model *f, const int res[3]);
  * camera as eye[3], target[3], up[3], horizontal fov in degrees. */
 int vx_fit_write_scene(const vx_fit_model *f, const char *dir, const char *name, const double cam[10]);
 
+/* ---- the CUDA twin (kernels/fit.cu; present when built with CUDA) ----------------------- */
+
+/* Device copies of a model's arrays plus its metadata; each vx_fit_*_cuda step does on
+ * the device exactly what the vx_fit_*_cpu step of the same name does on the host. */
+typedef struct vx_fit_cuda vx_fit_cuda;
+
+/* Upload f's parameters, moments, alive mask and max weights; room for max_batch rays. */
+int vx_fit_cuda_create(vx_fit_cuda **out, const vx_fit_model *f, int max_batch);
+/* Copy everything back into f (its lattice is resized to the device's if it changed). */
+int vx_fit_cuda_download(const vx_fit_cuda *g, vx_fit_model *f);
+void vx_fit_cuda_destroy(vx_fit_cuda *g);
+int vx_fit_zero_grad_cuda(vx_fit_cuda *g);
+int vx_fit_rays_backward_cuda(vx_fit_cuda *g, const vx_fit_batch *b, float *out_rgb, double *loss);
+int vx_fit_tv_backward_cuda(vx_fit_cuda *g, float w_sigma, float w_sh, float fraction, uint64_t seed, float eps,
+                            double *term);
+int vx_fit_adam_step_cuda(vx_fit_cuda *g, const vx_fit_hparams *h, float lr_sigma, float lr_sh);
+int vx_fit_occupancy_cuda(vx_fit_cuda *g, int cell);
+int vx_fit_prune_cuda(vx_fit_cuda *g, float thresh, size_t *pruned);
+int vx_fit_upsample_cuda(vx_fit_cuda *g, const int res[3]);
+int vx_fit_update_params_cuda(vx_fit_cuda *g, float stop);
+
 /* ---- the training loop (fit.c), shared by `voxray fit` and tests/test_fit.c ------------- */
 
 #define VX_FIT_MAX_STAGES 4
@@ -118,6 +139,7 @@ typedef struct {
     int val_views;              /* held-out views used for the progress PSNR */
     const char *val_dir;        /* where validation renders go (NULL: none) */
     int log_every;              /* progress line every N iterations (0: none) */
+    int use_cuda;               /* run the steps with kernels/fit.cu (CUDA builds only) */
 } vx_fit_config;
 
 void vx_fit_config_default(vx_fit_config *c);

@@ -15,14 +15,14 @@
 
 void vx_fit_hparams_default(vx_fit_hparams *h) {
     memset(h, 0, sizeof *h);
-    h->lr_sigma = 1.0f;
+    h->lr_sigma = 0.5f;
     h->lr_sh = 0.02f;
     h->lr_final_factor = 0.05f;
     h->beta1 = 0.9f;
     h->beta2 = 0.99f;
     h->eps = 1e-8f;
-    h->tv_sigma = 1e-5f;
-    h->tv_sh = 1e-3f;
+    h->tv_sigma = 1e-7f;
+    h->tv_sh = 1e-7f;
     h->tv_fraction = 0.1f;
     h->tv_eps = 1e-6f;
     h->prune_weight = 1e-3f;
@@ -164,22 +164,13 @@ double vx_fit_rays_backward_cpu(vx_fit_model *f, const vx_fit_batch *b, float *o
     return loss;
 }
 
-/* splitmix64 of (seed, index): the same selection on the CPU and the GPU */
-static inline uint64_t vx__hash(uint64_t seed, uint64_t i) {
-    uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 double vx_fit_tv_backward_cpu(vx_fit_model *f, float w_sigma, float w_sh, float fraction, uint64_t seed,
                               float eps) {
     size_t nv = vx__voxels(f);
-    uint64_t cut = fraction >= 1.0f ? UINT64_MAX : (uint64_t)((double)fraction * 18446744073709551615.0);
     double total = 0.0;
     #pragma omp parallel for schedule(static) reduction(+ : total)
     for (long long iv = 0; iv < (long long)nv; iv++) {
-        if (!f->alive[iv] || vx__hash(seed, (uint64_t)iv) > cut) continue;
+        if (!f->alive[iv] || !vx_fit_tv_selected(seed, (unsigned long long)iv, fraction)) continue;
         int x = (int)(iv % f->nx), y = (int)((iv / f->nx) % f->ny), z = (int)(iv / ((size_t)f->nx * f->ny));
         for (int c = 0; c < f->nc; c++) {
             float w = c == 0 ? w_sigma : w_sh;

@@ -13,10 +13,19 @@
 
 /* ---- scatter helpers: atomics on the GPU, OpenMP atomics on the CPU --------------------- */
 #ifdef __CUDACC__
-__device__ __forceinline__ void vx_fit_add(float *p, float v) { atomicAdd(p, v); }
-__device__ __forceinline__ void vx_fit_max(float *p, float v) {
-    /* non-negative floats order like their bit patterns */
-    if (v > *p) atomicMax((int *)p, __float_as_int(v));
+static __host__ __device__ __forceinline__ void vx_fit_add(float *p, float v) {
+#ifdef __CUDA_ARCH__
+    atomicAdd(p, v);
+#else
+    *p += v; /* host code in a .cu file is single-threaded here */
+#endif
+}
+static __host__ __device__ __forceinline__ void vx_fit_max(float *p, float v) {
+#ifdef __CUDA_ARCH__
+    if (v > *p) atomicMax((int *)p, __float_as_int(v)); /* non-negative floats order like ints */
+#else
+    if (v > *p) *p = v;
+#endif
 }
 #else
 static inline void vx_fit_add(float *p, float v) {
@@ -158,6 +167,17 @@ VX_HD float vx_fit_mse_backward(const float *C, const float *target, float scale
         g[c] = 2.0f * e * scale;
     }
     return l * scale;
+}
+
+/* Whether voxel i takes part in this step's TV (a hash of (seed, i) below fraction):
+ * the CPU and the GPU pick the same subset. */
+VX_HD int vx_fit_tv_selected(unsigned long long seed, unsigned long long i, float fraction) {
+    if (fraction >= 1.0f) return 1;
+    unsigned long long z = seed + (i + 1ull) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (float)(z >> 40) * (1.0f / 16777216.0f) < fraction; /* top 24 bits, uniform in [0,1) */
 }
 
 /* ---- optimiser and regulariser, per element ---------------------------------------------- */

@@ -1,0 +1,217 @@
+/* test_fit_gpu.c - the CUDA fit steps (kernels/fit.cu) against the CPU reference
+ * (fit_cpu.c, itself checked against finite differences in tests/test_fit.c) on fresh
+ * random problems: ray backward with and without occupancy, TV, Adam, prune, upsample,
+ * and a short training run on both. Needs a GPU: run by `make test-gpu`. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "fit.h"
+#include "vx_common.h"
+#include "vx_cuda.h"
+
+#define OK(call) do { if ((call) != 0) fail_msg("%s: %s", #call, vx_errmsg()); } while (0)
+
+static uint64_t g_state;
+static double urand(void) {
+    uint64_t z = (g_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (double)(z >> 11) / 9007199254740992.0;
+}
+static double uni(double lo, double hi) { return lo + (hi - lo) * urand(); }
+
+static int setup(void **state) {
+    (void)state;
+    char info[256];
+    if (!vx_cuda_probe(info, sizeof info)) {
+        print_error("no usable CUDA device: %s\n", info);
+        return -1;
+    }
+    const char *s = getenv("VX_SEED");
+    g_state = s ? strtoull(s, NULL, 10) : (uint64_t)time(NULL);
+    print_message("device: %s, seed %llu (VX_SEED replays)\n", info, (unsigned long long)g_state);
+    return 0;
+}
+
+/* A random model: res^3 (res 8..24), SH degree deg, densities partly negative. */
+static void random_model(vx_fit_model *f, int deg) {
+    int r = 8 + (int)(urand() * 17);
+    int res[3] = {r, r + 1, r + 2};
+    double lo[3] = {-1, -1.1, -0.9}, hi[3] = {1, 1.2, 0.8};
+    float bg[3] = {1, 1, 1};
+    OK(vx_fit_model_init_cpu(f, res, deg, lo, hi, 0.5f, 0.0f, bg, 0.1f));
+    size_t n = (size_t)f->nx * f->ny * f->nz * f->nc;
+    for (size_t i = 0; i < n; i++) f->data[i] = i % f->nc == 0 ? (float)uni(-1, 3) : (float)uni(-0.4, 0.4);
+    OK(vx_fit_update_params(f, 1e-4f));
+}
+
+static void random_batch(const vx_fit_model *f, vx_fit_batch *b, int n) {
+    OK(vx_fit_batch_alloc(b, n));
+    for (int r = 0; r < n; r++) {
+        double az = uni(0, 6.283), el = uni(-1.2, 1.2), p[3] = {uni(-0.5, 0.5), uni(-0.5, 0.5), uni(-0.5, 0.5)};
+        double e[3] = {p[0] + 4 * cos(el) * sin(az), p[1] + 4 * sin(el), p[2] + 4 * cos(el) * cos(az)};
+        double d[3] = {p[0] - e[0], p[1] - e[1], p[2] - e[2]}, l = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+        for (int a = 0; a < 3; a++) {
+            b->origin[3 * r + a] = (float)e[a];
+            b->dir[3 * r + a] = (float)(d[a] / l);
+            b->target[3 * r + a] = (float)urand();
+        }
+    }
+    (void)f;
+}
+
+/* max |a - b| <= tol * max|a| + abs_tol */
+static void compare(const float *a, const float *b, size_t n, double tol, double abs_tol, const char *what) {
+    double scale = 0, worst = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(a[i]));
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)a[i] - b[i]);
+        if (e > worst) { worst = e; at = i; }
+    }
+    print_message("%s: max diff %.3g (scale %.3g) at %zu\n", what, worst, scale, at);
+    if (worst > tol * scale + abs_tol) fail_msg("%s: CPU %.9g GPU %.9g at %zu", what, a[at], b[at], at);
+}
+
+static void test_rays_backward(void **state) {
+    (void)state;
+    for (int trial = 0; trial < 8; trial++) {
+        vx_fit_model f, h;
+        random_model(&f, trial % 4);
+        vx_fit_batch b;
+        random_batch(&f, &b, 2000);
+        int occ = trial % 2;
+        vx_fit_cuda *g;
+        OK(vx_fit_cuda_create(&g, &f, b.n));
+        OK(vx_fit_update_params_cuda(g, 1e-4f));
+        if (occ) { OK(vx_fit_occupancy_cpu(&f, 4)); OK(vx_fit_occupancy_cuda(g, 4)); }
+        vx_fit_zero_grad_cpu(&f);
+        OK(vx_fit_zero_grad_cuda(g));
+        float *rc = malloc((size_t)b.n * 3 * sizeof(float)), *rg = malloc((size_t)b.n * 3 * sizeof(float));
+        double lc = vx_fit_rays_backward_cpu(&f, &b, rc), lg;
+        OK(vx_fit_rays_backward_cuda(g, &b, rg, &lg));
+        compare(rc, rg, (size_t)b.n * 3, 1e-5, 1e-6, "ray colours");
+        assert_true(fabs(lc - lg) <= 1e-5 * lc + 1e-9);
+        memset(&h, 0, sizeof h);
+        OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, f.sh_degree, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
+        OK(vx_fit_cuda_download(g, &h));
+        size_t n = (size_t)f.nx * f.ny * f.nz * f.nc;
+        compare(f.grad, h.grad, n, 1e-4, 1e-8, "grid gradient (atomics reorder the sums)");
+        compare(f.wmax, h.wmax, (size_t)f.nx * f.ny * f.nz, 1e-5, 1e-7, "max weights");
+        free(rc); free(rg);
+        vx_fit_cuda_destroy(g);
+        vx_fit_batch_free(&b);
+        vx_fit_model_free(&f);
+        vx_fit_model_free(&h);
+    }
+}
+
+static void test_tv_adam_prune_upsample(void **state) {
+    (void)state;
+    for (int trial = 0; trial < 4; trial++) {
+        vx_fit_model f, h;
+        random_model(&f, trial % 3);
+        vx_fit_hparams hp;
+        vx_fit_hparams_default(&hp);
+        size_t nv = (size_t)f.nx * f.ny * f.nz, n = nv * f.nc;
+        for (size_t i = 0; i < nv; i++) { f.wmax[i] = (float)uni(0, 2e-3); f.alive[i] = urand() > 0.1; }
+        vx_fit_cuda *g;
+        OK(vx_fit_cuda_create(&g, &f, 16));
+        memset(&h, 0, sizeof h);
+        OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, f.sh_degree, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
+        /* TV: same subset (hash of seed and voxel), same gradient */
+        uint64_t seed = (uint64_t)(urand() * 1e12);
+        vx_fit_zero_grad_cpu(&f);
+        OK(vx_fit_zero_grad_cuda(g));
+        double tc = vx_fit_tv_backward_cpu(&f, 1e-3f, 2e-3f, 0.3f, seed, 1e-6f), tg;
+        OK(vx_fit_tv_backward_cuda(g, 1e-3f, 2e-3f, 0.3f, seed, 1e-6f, &tg));
+        assert_true(fabs(tc - tg) <= 1e-4 * tc);
+        OK(vx_fit_cuda_download(g, &h));
+        compare(f.grad, h.grad, n, 1e-5, 1e-9, "TV gradient");
+        /* three Adam steps on that gradient */
+        for (int k = 0; k < 3; k++) {
+            vx_fit_adam_step_cpu(&f, &hp, 0.7f, 0.03f);
+            OK(vx_fit_adam_step_cuda(g, &hp, 0.7f, 0.03f));
+        }
+        OK(vx_fit_cuda_download(g, &h));
+        compare(f.data, h.data, n, 1e-5, 1e-6, "Adam parameters");
+        compare(f.adam_v, h.adam_v, n, 1e-5, 1e-12, "Adam second moments");
+        /* prune */
+        size_t pc = vx_fit_prune_cpu(&f, 1e-3f), pg;
+        OK(vx_fit_prune_cuda(g, 1e-3f, &pg));
+        assert_int_equal(pc, pg);
+        OK(vx_fit_cuda_download(g, &h));
+        assert_memory_equal(f.alive, h.alive, nv);
+        compare(f.data, h.data, n, 1e-5, 1e-6, "pruned parameters");
+        /* upsample to a non-integer factor */
+        int up[3] = {f.nx * 3 / 2, f.ny * 2, f.nz + 5};
+        OK(vx_fit_upsample_cpu(&f, up));
+        OK(vx_fit_upsample_cuda(g, up));
+        OK(vx_fit_cuda_download(g, &h));
+        assert_int_equal(h.nx, f.nx); assert_int_equal(h.nz, f.nz);
+        assert_memory_equal(f.alive, h.alive, (size_t)f.nx * f.ny * f.nz);
+        compare(f.data, h.data, (size_t)f.nx * f.ny * f.nz * f.nc, 1e-5, 1e-6, "upsampled parameters");
+        vx_fit_cuda_destroy(g);
+        vx_fit_model_free(&f);
+        vx_fit_model_free(&h);
+    }
+}
+
+/* A few full steps on both backends stay together (float rounding only). */
+static void test_training_steps(void **state) {
+    (void)state;
+    vx_fit_model f, h;
+    random_model(&f, 2);
+    vx_fit_hparams hp;
+    vx_fit_hparams_default(&hp);
+    vx_fit_cuda *g;
+    OK(vx_fit_cuda_create(&g, &f, 4096));
+    OK(vx_fit_update_params_cuda(g, 1e-4f));
+    for (int it = 0; it < 5; it++) {
+        vx_fit_batch b;
+        random_batch(&f, &b, 4096);
+        OK(vx_fit_occupancy_cpu(&f, 8));
+        OK(vx_fit_occupancy_cuda(g, 8));
+        vx_fit_zero_grad_cpu(&f);
+        OK(vx_fit_zero_grad_cuda(g));
+        double lc = vx_fit_rays_backward_cpu(&f, &b, NULL), lg, tg;
+        OK(vx_fit_rays_backward_cuda(g, &b, NULL, &lg));
+        vx_fit_tv_backward_cpu(&f, hp.tv_sigma, hp.tv_sh, hp.tv_fraction, (uint64_t)it, hp.tv_eps);
+        OK(vx_fit_tv_backward_cuda(g, hp.tv_sigma, hp.tv_sh, hp.tv_fraction, (uint64_t)it, hp.tv_eps, &tg));
+        vx_fit_adam_step_cpu(&f, &hp, hp.lr_sigma, hp.lr_sh);
+        OK(vx_fit_adam_step_cuda(g, &hp, hp.lr_sigma, hp.lr_sh));
+        print_message("step %d: loss CPU %.6f GPU %.6f\n", it, lc, lg);
+        assert_true(fabs(lc - lg) <= 1e-3 * lc);
+        vx_fit_batch_free(&b);
+    }
+    memset(&h, 0, sizeof h);
+    OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, f.sh_degree, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
+    OK(vx_fit_cuda_download(g, &h));
+    /* Adam divides by sqrt(v): tiny gradient differences can flip a step's sign where v ~ 0;
+     * compare the bulk (99.9% of entries within 1e-3 of the step size) */
+    size_t n = (size_t)f.nx * f.ny * f.nz * f.nc, off = 0;
+    for (size_t i = 0; i < n; i++) off += fabs(f.data[i] - h.data[i]) > 1e-3 * hp.lr_sigma;
+    print_message("training steps: %zu of %zu parameters differ by more than 1e-3 lr\n", off, n);
+    assert_true(off <= n / 1000);
+    vx_fit_cuda_destroy(g);
+    vx_fit_model_free(&f);
+    vx_fit_model_free(&h);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rays_backward),
+        cmocka_unit_test(test_tv_adam_prune_upsample),
+        cmocka_unit_test(test_training_steps),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
