@@ -258,9 +258,11 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
         if (cfg->log_every && (it % cfg->log_every == 0 || it == cfg->iters)) {
             int k = it % cfg->log_every ? it % cfg->log_every : cfg->log_every;
             double l = loss_acc / k;
-            printf("iter %6d/%d  %dx%dx%d  loss %.5f (%.2f dB)  val %.2f dB  %.0f rays/s  %.1f s\n", it, cfg->iters,
-                   f->nx, f->ny, f->nz, l, vx_psnr_from_mse(l), st->val_psnr, rays / fmax(t_train, 1e-9),
-                   vx__now() - t_start);
+            char vbuf[32];
+            if (isnan(st->val_psnr)) snprintf(vbuf, sizeof vbuf, "   --");
+            else snprintf(vbuf, sizeof vbuf, "%5.2f", st->val_psnr);
+            printf("iter %6d/%d  %dx%dx%d  loss %.5f (%.2f dB)  val %s dB  %.0f rays/s  %.1f s\n", it, cfg->iters,
+                   f->nx, f->ny, f->nz, l, vx_psnr_from_mse(l), vbuf, rays / fmax(t_train, 1e-9), vx__now() - t_start);
             fflush(stdout);
             loss_acc = 0.0;
         }

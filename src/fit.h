@@ -163,6 +163,10 @@ int vx_fit_render_view(const vx_fit_model *f, const vx_dataset *d, int v, vx_fra
  * half-size fits the closest camera's field of view at that distance. */
 int vx_fit_box_from_cameras(const vx_camera *cams, int n, double lo[3], double hi[3]);
 
+/* `voxray fit` and `voxray eval` (fit.c); also to be listed in commands.h for main.c. */
+int vx_cmd_fit(int argc, char **argv);
+int vx_cmd_eval(int argc, char **argv);
+
 #ifdef __cplusplus
 }
 #endif

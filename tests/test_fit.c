@@ -9,6 +9,7 @@
 #include <zlib.h>
 #include <stb/stb_image_write.h>
 
+#include "commands.h"
 #include "dataset.h"
 #include "fit.h"
 #include "fit_march.h"
@@ -852,6 +853,108 @@ static void test_end_to_end(void **state) {
     vx_grid_free(&s.grid);
 }
 
+/* ---- the commands ---------------------------------------------------------------------------- */
+
+static int run_cmd(int (*cmd)(int, char **), const char *const *args) {
+    char *argv[40];
+    int argc = 0;
+    while (args[argc]) { argv[argc] = (char *)args[argc]; argc++; }
+    argv[argc] = NULL;
+    fflush(stdout);
+    return cmd(argc, argv);
+}
+
+static int exists(const char *dir, const char *name) {
+    char p[1024];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return stat(p, &st) == 0;
+}
+
+/* A dataset on disk (16 views of orbs as 8-bit PNGs + transforms_train.json), then
+ * `voxray fit` and `voxray eval` on it, plus their usage and input errors. */
+static void test_commands(void **state) {
+    (void)state;
+    vx_scene s;
+    memset(&s, 0, sizeof s);
+    assert_int_equal(vx_make_scene("orbs", 24, &s.grid, &s), 0);
+    double lo[3] = {-1, -1, -1}, hi[3] = {1, 1, 1};
+    vx_grid_set_bbox(&s.grid, lo, hi, 0);
+    s.background[0] = s.background[1] = s.background[2] = 1.0f;
+    vx_dataset views;
+    render_views(&s, 16, 10.0, 25.0, &views);
+    char dir[600], out[600], text[20000], path[700];
+    ds_dir(dir, sizeof dir, "orbs_ds");
+    int k = snprintf(text, sizeof text, "{\"camera_angle_x\": %.9f, \"frames\": [", views.cams[0].fov_x);
+    for (int v = 0; v < views.n; v++) {
+        unsigned char px[32 * 32 * 3];
+        for (int i = 0; i < 32 * 32 * 3; i++) px[i] = (unsigned char)lrintf(fminf(fmaxf(vx_dataset_image(&views, v)[i], 0), 1) * 255);
+        char rel[64];
+        snprintf(rel, sizeof rel, "train/r_%d.png", v);
+        ds_png(dir, rel, 32, 32, 3, px);
+        const float *m = views.cams[v].c2w;
+        k += snprintf(text + k, sizeof text - k,
+                      "%s{\"file_path\": \"./train/r_%d\", \"transform_matrix\": [[%.9g,%.9g,%.9g,%.9g],[%.9g,%.9g,%.9g,%.9g],"
+                      "[%.9g,%.9g,%.9g,%.9g],[0,0,0,1]]}", v ? "," : "", v, m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7],
+                      m[8], m[9], m[10], m[11]);
+    }
+    snprintf(text + k, sizeof text - k, "]}");
+    snprintf(path, sizeof path, "%s/transforms_train.json", dir);
+    vx_test_write_text(path, text);
+    snprintf(out, sizeof out, "%s/orbs_fit", vx_test_tmpdir());
+
+    const char *fit[] = {"fit", dir, "-o", out, "--res", "12,24", "--iters", "120", "--batch", "512", "--sh-degree", "0",
+                         "--val-every", "60", "--val-views", "1", "--backend", "cpu", "--bbox", "-1,-1,-1,1,1,1", NULL};
+    assert_int_equal(run_cmd(vx_cmd_fit, fit), 0);
+    assert_true(exists(out, "scene.json") && exists(out, "grid.npy"));
+    assert_true(exists(out, "val/final_000.png") && exists(out, "val/final_001.png") && exists(out, "val/iter_000060_v0.png"));
+    vx_scene back;
+    vx_load_opts lopts;
+    memset(&lopts, 0, sizeof lopts);
+    assert_int_equal(vx_scene_load(out, &lopts, &back), 0);
+    assert_int_equal(back.grid.nx, 24);
+    assert_int_equal(back.dec.type, VX_DEC_SH);
+    assert_int_equal(back.grid.align_corners, 0);
+    vx_scene_free(&back);
+    const char *eval[] = {"eval", out, dir, "--split", "train", "--every", "8", "--backend", "cpu", NULL};
+    assert_int_equal(run_cmd(vx_cmd_eval, eval), 0);
+    /* the camera box when no --bbox is given, and sh degree 1 */
+    snprintf(out, sizeof out, "%s/orbs_fit2", vx_test_tmpdir());
+    const char *fit2[] = {"fit", dir, "-o", out, "--res", "12", "--iters", "5", "--batch", "64", "--sh-degree", "1",
+                          "--val-every", "0", "--backend", "cpu", NULL};
+    assert_int_equal(run_cmd(vx_cmd_fit, fit2), 0);
+
+    /* usage errors: exit 2 */
+    const char *u1[] = {"fit", dir, NULL}, *u2[] = {"fit", dir, "-o", out, "--iters", "0", NULL};
+    const char *u3[] = {"fit", dir, "-o", out, "--bogus", NULL}, *u4[] = {"fit", dir, "-o", out, "--res", NULL};
+    const char *u5[] = {"fit", dir, "-o", out, "--res", "8,16,32,64,128", NULL}, *u6[] = {"eval", out, NULL};
+    const char *u7[] = {"fit", dir, "-o", out, "--bbox", "1,1,1,0,0,0", NULL};
+    const char *u8[] = {"fit", dir, "-o", out, "--backend", "gpu", NULL};
+    assert_int_equal(run_cmd(vx_cmd_fit, u1), 2);
+    assert_int_equal(run_cmd(vx_cmd_fit, u2), 2);
+    assert_int_equal(run_cmd(vx_cmd_fit, u3), 2);
+    assert_int_equal(run_cmd(vx_cmd_fit, u4), 2);
+    assert_int_equal(run_cmd(vx_cmd_fit, u5), 2);
+    assert_int_equal(run_cmd(vx_cmd_eval, u6), 2);
+    assert_int_equal(run_cmd(vx_cmd_fit, u7), 2);
+    assert_int_equal(run_cmd(vx_cmd_fit, u8), 2);
+    /* bad input: exit 1, nothing written */
+    char none[700], out3[700];
+    snprintf(none, sizeof none, "%s/no_such_dataset", vx_test_tmpdir());
+    snprintf(out3, sizeof out3, "%s/never", vx_test_tmpdir());
+    const char *b1[] = {"fit", none, "-o", out3, "--backend", "cpu", NULL};
+    assert_int_equal(run_cmd(vx_cmd_fit, b1), 1);
+    assert_false(exists(out3, "scene.json"));
+    const char *b2[] = {"eval", out, dir, "--split", "test", NULL}; /* no transforms_test.json */
+    assert_int_equal(run_cmd(vx_cmd_eval, b2), 1);
+#ifndef VX_HAVE_CUDA
+    const char *b3[] = {"fit", dir, "-o", out3, "--backend", "cuda", NULL};
+    assert_int_equal(run_cmd(vx_cmd_fit, b3), 1); /* says the build has no CUDA, no fallback */
+#endif
+    vx_dataset_free(&views);
+    vx_grid_free(&s.grid);
+}
+
 int main(void) {
     vx_test_seed();
     const struct CMUnitTest tests[] = {
@@ -862,7 +965,7 @@ int main(void) {
         cmocka_unit_test(test_upsample),         cmocka_unit_test(test_prune),
         cmocka_unit_test(test_write_scene_roundtrip), cmocka_unit_test(test_dataset_good),
         cmocka_unit_test(test_dataset_bad),      cmocka_unit_test(test_metrics),
-        cmocka_unit_test(test_end_to_end),
+        cmocka_unit_test(test_end_to_end),       cmocka_unit_test(test_commands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
