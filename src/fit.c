@@ -241,6 +241,13 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
             if (cfg->log_every)
                 printf("fit: stage %d: pruned %zu voxels, upsampled to %dx%dx%d\n", stage + 1, pr, f->nx, f->ny, f->nz);
         }
+        /* pruning looks at the weights of the last quarter of the stage only: early on every
+         * voxel still holds the initial density and is seen by some ray */
+        long long s0 = (long long)stage * cfg->iters / cfg->stages, s1 = (long long)(stage + 1) * cfg->iters / cfg->stages;
+        if (stage + 1 < cfg->stages && it == s0 + 1 + (s1 - s0) * 3 / 4) {
+            size_t none;
+            if (VX__ON_GPU(&t) ? vx_fit_prune_cuda(t.g, 0.0f, &none) : (vx_fit_prune_cpu(f, 0.0f), 0)) goto done;
+        }
         double t0 = vx__now(), loss;
         float frac = (float)(it - 1) / (float)vx_maxi(cfg->iters - 1, 1);
         float decay = powf(cfg->hp.lr_final_factor, frac);

@@ -89,7 +89,7 @@ void vx_fit_adam_step_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr_sig
 int vx_fit_occupancy_cpu(vx_fit_model *f, int cell);
 
 /* Prune: voxels whose wmax < thresh get all channels and moments zeroed and alive = 0.
- * Returns how many voxels were newly pruned; resets wmax to 0. */
+ * Returns how many voxels were newly pruned; resets wmax to 0 (thresh 0: only that). */
 size_t vx_fit_prune_cpu(vx_fit_model *f, float thresh);
 
 /* Trilinear upsampling (cell-centred, same box) to res; Adam moments restart at zero,
