@@ -488,10 +488,22 @@ int vx_cmd_fit(int argc, char **argv) {
     cfg.val_dir = vdir;
     vx_fit_stats st;
     if (vx_fit_train(&f, &cfg, &train, &held, &st)) { vx_fit_model_free(&f); goto fail; }
-    /* the manifest camera: the first held-out view, looking at the box centre */
+    /* the manifest camera: from the first held-out view towards the box centre, with the
+     * world axis the cameras' up vectors agree on as up (+Z for Blender scenes), so
+     * `voxray view` orbits upright */
     const float *m = held.cams[0].c2w;
     double cam[10] = {m[3], m[7], m[11], 0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1]), 0.5 * (lo[2] + hi[2]),
-                      m[1], m[5], m[9], held.cams[0].fov_x * 180.0 / M_PI};
+                      0, 0, 0, held.cams[0].fov_x * 180.0 / M_PI};
+    double upsum[3] = {0, 0, 0};
+    for (int v = 0; v < train.n; v++)
+        for (int a = 0; a < 3; a++) upsum[a] += train.cams[v].c2w[4 * a + 1];
+    int ax = 0;
+    for (int a = 1; a < 3; a++) if (fabs(upsum[a]) > fabs(upsum[ax])) ax = a;
+    cam[6 + ax] = upsum[ax] < 0 ? -1.0 : 1.0;
+    double vd[3] = {cam[3] - cam[0], cam[4] - cam[1], cam[5] - cam[2]};
+    double vl = sqrt(vd[0] * vd[0] + vd[1] * vd[1] + vd[2] * vd[2]);
+    if (!(vl > 0) || fabs(vd[ax]) > 0.99 * vl) /* looking along that axis: keep the camera's own up */
+        for (int a = 0; a < 3; a++) cam[6 + a] = m[4 * a + 1];
     const char *base = strrchr(dataset, '/');
     base = base && base[1] ? base + 1 : dataset;
     if (vx_fit_write_scene(&f, out, base, cam)) { vx_fit_model_free(&f); goto fail; }
