@@ -119,28 +119,35 @@ static int vx__write_pair(const char *path, const float *photo, const vx_frame *
     return rc;
 }
 
-/* Mean PSNR over the first `views` views of d; renders go to dir/iter_N_vK.png if dir. */
-static int vx__validate(const vx_fit_model *f, const vx_dataset *d, int views, const char *dir, int iter,
-                        double *psnr) {
+/* Mean PSNR over the first `views` views of d, rendered by the normal renderer on the
+ * training backend; renders go to dir/iter_N_vK.png if dir. */
+static int vx__validate(const vx_fit_model *f, int use_cuda, const vx_dataset *d, int views, const char *dir,
+                        int iter, double *psnr) {
     double sum = 0.0;
+    vx_scene s;
+    vx_render_opts o;
+    vx_renderer *r;
+    vx_fit_as_scene(f, &s);
+    vx_render_opts_default(&o);
+    if (vx_renderer_create(&r, &s, &o, use_cuda ? VX_BACKEND_CUDA : VX_BACKEND_CPU)) return -1;
     views = vx_mini(views, d->n);
-    for (int v = 0; v < views; v++) {
+    int rc = 0;
+    for (int v = 0; v < views && !rc; v++) {
         vx_frame fr;
-        if (vx_fit_render_view(f, d, v, &fr)) return -1;
-        size_t n = (size_t)d->width * d->height * 3;
-        sum += vx_psnr(fr.rgb, vx_dataset_image(d, v), n);
-        int rc = 0;
-        if (dir) {
+        if (vx_frame_alloc(&fr, d->width, d->height, 0)) { rc = -1; break; }
+        rc = vx_renderer_render(r, &d->cams[v], &fr);
+        if (!rc) sum += vx_psnr(fr.rgb, vx_dataset_image(d, v), (size_t)d->width * d->height * 3);
+        if (!rc && dir) {
             char name[64], path[4200];
             snprintf(name, sizeof name, "iter_%06d_v%d.png", iter, v);
             vx_path_join(dir, name, path, sizeof path);
-            rc = vx_mkdirs_for(path) || vx__write_pair(path, vx_dataset_image(d, v), &fr);
+            rc = vx_mkdirs_for(path) || vx__write_pair(path, vx_dataset_image(d, v), &fr) ? -1 : 0;
         }
         vx_frame_free(&fr);
-        if (rc) return -1;
     }
-    *psnr = views ? sum / views : NAN;
-    return 0;
+    vx_renderer_destroy(r);
+    if (!rc) *psnr = views ? sum / views : NAN;
+    return rc;
 }
 
 /* ---- the training loop -------------------------------------------------------------------- */
@@ -229,11 +236,16 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
     }
     if (vx__params(&t, cfg->stop)) goto done;
     uint64_t rng = cfg->seed * 0x2545F4914F6CDD1Dull + 1;
-    int stage = 0, tenth = vx_maxi(cfg->iters / 10, 1);
+    int stage = 0, reset_done = -1, win = 20;
+    static const double checkpoints[5] = {15, 30, 60, 120, 300};
     for (int it = 1; it <= cfg->iters; it++) {
-        /* coarse to fine: stage s runs iterations (s*iters/S, (s+1)*iters/S] */
-        int want = (int)((long long)(it - 1) * cfg->stages / cfg->iters);
-        if (want != stage) {
+        /* progress p in [0,1) drives the schedule: the iteration fraction, or the fraction of
+         * --max-seconds when a time budget is set (then the run ends on the clock) */
+        double p = cfg->max_seconds > 0 ? fmin(t_train / cfg->max_seconds, 0.999999)
+                                        : (double)(it - 1) / (double)cfg->iters;
+        /* coarse to fine: stage s runs while p is in [s/S, (s+1)/S) */
+        int want = vx_mini((int)(p * cfg->stages), cfg->stages - 1);
+        if (want > stage) {
             size_t pr = 0;
             stage = want;
             if (vx__prune_upsample(&t, cfg->hp.prune_weight, cfg->res[stage], cfg->stop, &pr)) goto done;
@@ -243,26 +255,35 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
         }
         /* pruning looks at the weights of the last quarter of the stage only: early on every
          * voxel still holds the initial density and is seen by some ray */
-        long long s0 = (long long)stage * cfg->iters / cfg->stages, s1 = (long long)(stage + 1) * cfg->iters / cfg->stages;
-        if (stage + 1 < cfg->stages && it == s0 + 1 + (s1 - s0) * 3 / 4) {
+        if (stage + 1 < cfg->stages && reset_done < stage && p >= (stage + 0.75) / cfg->stages) {
             size_t none;
+            reset_done = stage;
             if (VX__ON_GPU(&t) ? vx_fit_prune_cuda(t.g, 0.0f, &none) : (vx_fit_prune_cpu(f, 0.0f), 0)) goto done;
         }
         double t0 = vx__now(), loss;
-        float frac = (float)(it - 1) / (float)vx_maxi(cfg->iters - 1, 1);
-        float decay = powf(cfg->hp.lr_final_factor, frac);
+        float decay = powf(cfg->hp.lr_final_factor, (float)p);
         vx__sample_batch(train, &b, &rng);
         if (vx__step(&t, cfg, &b, decay, vx__rng(&rng), &loss)) goto done;
         t_train += vx__now() - t0;
         rays += b.n;
+        st->iters_done = it;
         if (!isfinite(loss)) { vx_error("fit: the loss became %g at iteration %d", loss, it); goto done; }
-        if (it <= tenth) st->loss_first += loss / tenth;
-        if (it > cfg->iters - tenth) st->loss_last += loss / tenth;
+        if (it <= win) st->loss_first += (loss - st->loss_first) / it;
+        st->loss_last += (loss - st->loss_last) / vx_mini(it, win); /* running mean over ~win iterations */
         loss_acc += loss;
-        if ((cfg->val_every > 0 && it % cfg->val_every == 0) || (it == cfg->iters && val)) {
-            if (val && (vx__sync(&t) || vx__validate(f, val, cfg->val_views, cfg->val_dir, it, &st->val_psnr))) goto done;
+        if (cfg->time_curve && val && st->curve_n < 5 && t_train >= checkpoints[st->curve_n]) {
+            double vp;
+            if (vx__sync(&t) || vx__validate(f, cfg->use_cuda, val, cfg->val_views, NULL, it, &vp)) goto done;
+            st->curve_s[st->curve_n] = checkpoints[st->curve_n];
+            st->curve_psnr[st->curve_n++] = vp;
+            printf("time-to-PSNR: %3.0f s of training (iteration %d): %.2f dB on %d held-out views\n",
+                   checkpoints[st->curve_n - 1], it, vp, vx_mini(cfg->val_views, val->n));
         }
-        if (cfg->log_every && (it % cfg->log_every == 0 || it == cfg->iters)) {
+        int last = it == cfg->iters || (cfg->max_seconds > 0 && t_train >= cfg->max_seconds);
+        if (val && ((cfg->val_every > 0 && it % cfg->val_every == 0) || last))
+            if (vx__sync(&t) || vx__validate(f, cfg->use_cuda, val, cfg->val_views, cfg->val_dir, it, &st->val_psnr))
+                goto done;
+        if (cfg->log_every && (it % cfg->log_every == 0 || last)) {
             int k = it % cfg->log_every ? it % cfg->log_every : cfg->log_every;
             double l = loss_acc / k;
             char vbuf[32];
@@ -273,6 +294,15 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
             fflush(stdout);
             loss_acc = 0.0;
         }
+        if (last) break;
+    }
+    if (st->iters_done < cfg->iters && cfg->log_every)
+        printf("fit: stopped after %d of %d iterations: --max-seconds %.0f reached\n", st->iters_done, cfg->iters,
+               cfg->max_seconds);
+    if (st->curve_n && cfg->log_every) {
+        printf("time-to-PSNR:");
+        for (int k = 0; k < st->curve_n; k++) printf("  %.0f s %.2f dB", st->curve_s[k], st->curve_psnr[k]);
+        printf("\n");
     }
     if (vx__sync(&t)) goto done;
     rc = 0;
@@ -320,10 +350,6 @@ static int vx__report(const char *title, const vx_dataset *d, vx__render_fn fn, 
     return 0;
 }
 
-static int vx__render_model(void *ctx, const vx_dataset *d, int v, vx_frame *fr) {
-    return vx_fit_render_view((const vx_fit_model *)ctx, d, v, fr);
-}
-
 static int vx__render_renderer(void *ctx, const vx_dataset *d, int v, vx_frame *fr) {
     if (vx_frame_alloc(fr, d->width, d->height, 0)) return -1;
     if (vx_renderer_render((vx_renderer *)ctx, &d->cams[v], fr)) { vx_frame_free(fr); return -1; }
@@ -355,6 +381,8 @@ static void vx__fit_usage(FILE *o) {
             "  --lr-sigma A --lr-sh B    Adam step sizes (default 0.5, 0.02)\n"
             "  --tv-sigma A --tv-sh B    total-variation weights (default 1e-7, 1e-7)\n"
             "  --seed S             random seed (default 1)\n"
+            "  --max-seconds S      stop once training (validation excluded) has taken S seconds\n"
+            "  --time-curve         held-out PSNR after 15, 30, 60, 120 and 300 s of training\n"
             "  --backend auto|cpu|cuda   where to train (default auto)\n"
             "  -h, --help           this text\n",
             VX_FIT_MAX_STAGES);
@@ -414,7 +442,7 @@ int vx_cmd_fit(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { vx__fit_usage(stdout); return 0; }
         static const char *valued[] = {"-o", "--output", "--res", "--iters", "--batch", "--sh-degree", "--val-every",
                                        "--val-views", "--val-split", "--downscale", "--bbox", "--step", "--seed",
-                                       "--lr-sigma", "--lr-sh", "--tv-sigma", "--tv-sh", "--backend"};
+                                       "--lr-sigma", "--lr-sh", "--tv-sigma", "--tv-sh", "--backend", "--max-seconds"};
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             if (!strcmp(a, valued[k]) && !need) {
                 snprintf(msg, sizeof msg, "%s needs a value", a);
@@ -437,6 +465,8 @@ int vx_cmd_fit(int argc, char **argv) {
         else if (!strcmp(a, "--tv-sigma")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.tv_sigma = (float)dv; }
         else if (!strcmp(a, "--tv-sh")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.tv_sh = (float)dv; }
         else if (!strcmp(a, "--backend")) bad = vx_backend_parse(argv[++i], &backend);
+        else if (!strcmp(a, "--max-seconds")) bad = vx_parse_double(a, argv[++i], 0, 1e7, &cfg.max_seconds);
+        else if (!strcmp(a, "--time-curve")) cfg.time_curve = 1;
         else if (a[0] == '-' && a[1]) { snprintf(msg, sizeof msg, "unknown option '%s'", a); return vx__usage_error("fit", msg); }
         else if (!dataset) dataset = a;
         else { snprintf(msg, sizeof msg, "unexpected argument '%s'", a); return vx__usage_error("fit", msg); }
@@ -510,7 +540,14 @@ int vx_cmd_fit(int argc, char **argv) {
     printf("fit: %.1f s, %.0f rays/s, loss %.5f -> %.5f; wrote %s/scene.json and %s/grid.npy (%dx%dx%d x %d)\n",
            st.seconds, st.rays_per_s, st.loss_first, st.loss_last, out, out, f.nx, f.ny, f.nz, f.nc);
     double mp, ms;
-    int r2 = vx__report("fit: held-out views", &held, vx__render_model, &f, vdir, &mp, &ms);
+    vx_scene fs;
+    vx_render_opts ro;
+    vx_renderer *rr = NULL;
+    vx_fit_as_scene(&f, &fs);
+    vx_render_opts_default(&ro);
+    int r2 = vx_renderer_create(&rr, &fs, &ro, cfg.use_cuda ? VX_BACKEND_CUDA : VX_BACKEND_CPU);
+    if (!r2) r2 = vx__report("fit: held-out views", &held, vx__render_renderer, rr, vdir, &mp, &ms);
+    if (rr) vx_renderer_destroy(rr);
     vx_fit_model_free(&f);
     if (r2) goto fail;
     rc = 0;

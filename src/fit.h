@@ -129,7 +129,8 @@ int vx_fit_update_params_cuda(vx_fit_cuda *g, float stop);
 typedef struct {
     int stages;                 /* resolutions, coarse to fine */
     int res[VX_FIT_MAX_STAGES][3];
-    int iters;                  /* total iterations, split evenly over the stages */
+    int iters;                  /* total iterations, split evenly over the stages (the schedule
+                                 * follows the fraction of max_seconds instead when that is set) */
     int batch;                  /* rays per iteration */
     uint64_t seed;
     vx_fit_hparams hp;
@@ -140,15 +141,21 @@ typedef struct {
     const char *val_dir;        /* where validation renders go (NULL: none) */
     int log_every;              /* progress line every N iterations (0: none) */
     int use_cuda;               /* run the steps with kernels/fit.cu (CUDA builds only) */
+    double max_seconds;         /* stop once training (validation excluded) took this long (0: no limit) */
+    int time_curve;             /* validate at 15, 30, 60, 120, 300 s of training time */
 } vx_fit_config;
 
 void vx_fit_config_default(vx_fit_config *c);
 
 typedef struct {
-    double loss_first, loss_last; /* mean training loss over the first / last 10% of iterations */
+    double loss_first, loss_last; /* training loss: mean of the first 20 iterations, and a running
+                                   * mean over about the last 20 */
     double val_psnr;              /* last validation PSNR (NAN if none) */
     double seconds, rays_per_s;
     size_t pruned;
+    int iters_done;
+    int curve_n;                  /* time-to-PSNR checkpoints reached */
+    double curve_s[5], curve_psnr[5];
 } vx_fit_stats;
 
 /* Train f (already initialised at cfg->res[0]) on `train`; val may be NULL. */
