@@ -171,22 +171,26 @@ extern "C" int vx_fit_cuda_create(vx_fit_cuda **out, const vx_fit_model *f, int 
     return 0;
 }
 
-extern "C" int vx_fit_cuda_download(const vx_fit_cuda *g, vx_fit_model *f) {
-    if (f->nx != g->m.nx || f->ny != g->m.ny || f->nz != g->m.nz || f->nc != g->m.nc) {
+static int vx__download(const vx_fit_cuda *g, vx_fit_model *f, int all) {
+    if (f->nc != g->m.nc) return vx_error("fit: host model has %d channels, the device %d", f->nc, g->m.nc);
+    if (f->nx != g->m.nx || f->ny != g->m.ny || f->nz != g->m.nz) {
         int res[3] = {g->m.nx, g->m.ny, g->m.nz};
-        if (f->nc != g->m.nc) return vx_error("fit: host model has %d channels, the device %d", f->nc, g->m.nc);
-        if (vx_fit_upsample_cpu(f, res)) return -1; /* reallocates at the device's lattice */
+        if (vx_fit_model_resize_cpu(f, res)) return -1;
     }
     size_t nv = vx__nv(f), n = nv * f->nc;
     VX_CUDA_CHECK(cudaMemcpy(f->data, g->d_data, n * sizeof(float), cudaMemcpyDeviceToHost));
+    VX_CUDA_CHECK(cudaMemcpy(f->alive, g->d_alive, nv, cudaMemcpyDeviceToHost));
+    f->t = g->m.t;
+    if (!all) return 0;
     VX_CUDA_CHECK(cudaMemcpy(f->grad, g->d_grad, n * sizeof(float), cudaMemcpyDeviceToHost));
     VX_CUDA_CHECK(cudaMemcpy(f->adam_m, g->d_m, n * sizeof(float), cudaMemcpyDeviceToHost));
     VX_CUDA_CHECK(cudaMemcpy(f->adam_v, g->d_v, n * sizeof(float), cudaMemcpyDeviceToHost));
     VX_CUDA_CHECK(cudaMemcpy(f->wmax, g->d_wmax, nv * sizeof(float), cudaMemcpyDeviceToHost));
-    VX_CUDA_CHECK(cudaMemcpy(f->alive, g->d_alive, nv, cudaMemcpyDeviceToHost));
-    f->t = g->m.t;
     return 0;
 }
+
+extern "C" int vx_fit_cuda_download(const vx_fit_cuda *g, vx_fit_model *f) { return vx__download(g, f, 1); }
+extern "C" int vx_fit_cuda_download_params(const vx_fit_cuda *g, vx_fit_model *f) { return vx__download(g, f, 0); }
 
 extern "C" int vx_fit_zero_grad_cuda(vx_fit_cuda *g) {
     VX_CUDA_CHECK(cudaMemset(g->d_grad, 0, vx__nv(&g->m) * g->m.nc * sizeof(float)));

@@ -179,7 +179,9 @@ typedef struct {
 #define VX__ON_GPU(t) 0
 #endif
 
-static int vx__sync(vx__trainer *t) { return VX__ON_GPU(t) ? vx_fit_cuda_download(t->g, t->f) : 0; }
+/* Bring the parameters to the host (for rendering and writing; the moments and the
+ * gradient stay on the device). */
+static int vx__sync(vx__trainer *t) { return VX__ON_GPU(t) ? vx_fit_cuda_download_params(t->g, t->f) : 0; }
 
 static int vx__params(vx__trainer *t, float stop) {
     if (vx_fit_update_params(t->f, stop)) return -1;

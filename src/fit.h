@@ -96,6 +96,10 @@ size_t vx_fit_prune_cpu(vx_fit_model *f, float thresh);
  * a new voxel is alive when any of the old voxels it interpolates from was. */
 int vx_fit_upsample_cpu(vx_fit_model *f, const int res[3]);
 
+/* Reallocate every array at res, zeroed and all alive (the CUDA download uses it when the
+ * device grid was upsampled; the old contents are dropped first, so peak memory is 1x). */
+int vx_fit_model_resize_cpu(vx_fit_model *f, const int res[3]);
+
 /* Write SCENE_DIR/grid.npy + SCENE_DIR/scene.json (temporary files, renamed when both are
  * complete), openable by `voxray render` and `voxray view`. cam: NULL, or the manifest
  * camera as eye[3], target[3], up[3], horizontal fov in degrees. */
@@ -109,8 +113,10 @@ typedef struct vx_fit_cuda vx_fit_cuda;
 
 /* Upload f's parameters, moments, alive mask and max weights; room for max_batch rays. */
 int vx_fit_cuda_create(vx_fit_cuda **out, const vx_fit_model *f, int max_batch);
-/* Copy everything back into f (its lattice is resized to the device's if it changed). */
+/* Copy everything back into f (its lattice is resized to the device's if it changed);
+ * the _params variant copies only the parameters and the alive mask (for rendering). */
 int vx_fit_cuda_download(const vx_fit_cuda *g, vx_fit_model *f);
+int vx_fit_cuda_download_params(const vx_fit_cuda *g, vx_fit_model *f);
 void vx_fit_cuda_destroy(vx_fit_cuda *g);
 int vx_fit_zero_grad_cuda(vx_fit_cuda *g);
 int vx_fit_rays_backward_cuda(vx_fit_cuda *g, const vx_fit_batch *b, float *out_rgb, double *loss);

@@ -224,6 +224,14 @@ size_t vx_fit_prune_cpu(vx_fit_model *f, float thresh) {
     return pruned;
 }
 
+int vx_fit_model_resize_cpu(vx_fit_model *f, const int res[3]) {
+    vx__free_arrays(f);
+    f->nx = res[0]; f->ny = res[1]; f->nz = res[2];
+    if (vx__alloc_arrays(f)) return -1;
+    f->occ_n[0] = f->occ_n[1] = f->occ_n[2] = 0;
+    return vx_fit_update_params(f, f->mp.stop);
+}
+
 int vx_fit_upsample_cpu(vx_fit_model *f, const int res[3]) {
     vx_fit_model o = *f; /* the old arrays */
     f->nx = res[0]; f->ny = res[1]; f->nz = res[2];
