@@ -14,6 +14,8 @@ static void vx__help(void) {
            "  info SCENE                grid facts: dims, dtype, placement, ranges, empty space\n"
            "  make-scene NAME -o DIR    procedural sample scenes (orbs, shell, sh-glass, cloud, phantom)\n"
            "  convert IN OUT            any supported volume -> voxray .npy + scene.json\n"
+           "  fit DATASET -o DIR        optimise a voxel grid from posed photos (NeRF synthetic)\n"
+           "  eval SCENE DATASET        PSNR/SSIM of a scene against a dataset split\n"
            "  bench kernels|render      GPU benchmarks (needs CUDA)\n\n"
            "SCENE is a scene.json manifest, a directory holding one, a .npy grid, or a volume\n"
            "file (NRRD, NIfTI, MetaImage, INRIMAGE, VolPack .den, raw, Plenoxels .npz).\n",
@@ -33,7 +35,8 @@ int vx_cmd_view(int argc, char **argv) {
 int main(int argc, char **argv) {
     static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
         {"render", vx_cmd_render}, {"view", vx_cmd_view}, {"info", vx_cmd_info},
-        {"make-scene", vx_cmd_make_scene}, {"convert", vx_cmd_convert}, {"bench", vx_cmd_bench}};
+        {"make-scene", vx_cmd_make_scene}, {"convert", vx_cmd_convert}, {"bench", vx_cmd_bench},
+        {"fit", vx_cmd_fit}, {"eval", vx_cmd_eval}};
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         vx__help();
         return argc < 2 ? 2 : 0;
