@@ -7,7 +7,7 @@
  * (rgba, sh degree 0..3, scalar), so the channel count is a constant and the raw
  * channels live in registers; empty space is crossed one occupancy cell at a time (the
  * same cell-exit jump as march.h, i.e. a DDA over the occupancy grid); rays stop when
- * T < stop. Pixels are 16x8 tiles so neighbouring rays share cache lines. */
+ * T < stop. Pixels are 8x8 tiles so neighbouring rays share cache lines. */
 #include <cuda_fp16.h>
 #include <string.h>
 
@@ -124,10 +124,25 @@ __device__ __forceinline__ float vx_decode_t(const vx_decoder &d, const float *r
 // ----------------------------------------------------------------------------------------
 // the fused kernel
 
+/* march.h's vx_occ_cell; occ_shift >= 0 replaces the three integer divisions by the cell
+ * size with shifts when it is a power of two (the same result for indices >= 0). */
+__device__ __forceinline__ int vx_occ_cell_fast(const vx_march_params &m, int occ_shift, vx_vec3 p, int *cx,
+                                                int *cy, int *cz) {
+    int ix = (int)floorf(vx_clampf(p.x, 0.0f, (float)(m.nx - 1)));
+    int iy = (int)floorf(vx_clampf(p.y, 0.0f, (float)(m.ny - 1)));
+    int iz = (int)floorf(vx_clampf(p.z, 0.0f, (float)(m.nz - 1)));
+    if (occ_shift >= 0) { ix >>= occ_shift; iy >>= occ_shift; iz >>= occ_shift; }
+    else { ix /= m.occ_b; iy /= m.occ_b; iz /= m.occ_b; }
+    *cx = vx_mini(ix, m.occ_n[0] - 1);
+    *cy = vx_mini(iy, m.occ_n[1] - 1);
+    *cz = vx_mini(iz, m.occ_n[2] - 1);
+    return (*cz * m.occ_n[1] + *cy) * m.occ_n[0] + *cx;
+}
+
 template <typename T, int DEC, int DEG>
 __global__ void __launch_bounds__(128)
 vx_render_kernel(const vx_march_params m, const vx_camera cam, const T *__restrict__ data,
-                 const unsigned char *__restrict__ occ, float *__restrict__ out_rgb,
+                 const unsigned char *__restrict__ occ, int occ_shift, float *__restrict__ out_rgb,
                  float *__restrict__ out_alpha, float *__restrict__ out_depth,
                  unsigned long long *__restrict__ counters) {
     constexpr int NC = vx_dec_traits<DEC, DEG>::nc;
@@ -150,7 +165,7 @@ vx_render_kernel(const vx_march_params m, const vx_camera cam, const T *__restri
                 vx_vec3 p = vx_add(oi, vx_scale(di, tm));
                 if (occ) {
                     int cx, cy, cz;
-                    if (!__ldg(occ + vx_occ_cell(&m, p, &cx, &cy, &cz))) {
+                    if (!__ldg(occ + vx_occ_cell_fast(m, occ_shift, p, &cx, &cy, &cz))) {
                         float te = vx_occ_exit(&m, oi, di, cx, cy, cz);
                         float kf = floorf((te - t0) / m.dt - 0.5f);
                         if (kf > (float)n) kf = (float)n;
@@ -175,7 +190,7 @@ vx_render_kernel(const vx_march_params m, const vx_camera cam, const T *__restri
         out_alpha[px] = 1.0f - T_;
         if (out_depth) out_depth[px] = depth;
     }
-    /* frame counters: one atomic per warp (blocks are whole warps: 16 x 8) */
+    /* frame counters: one atomic per warp (blocks are whole warps: 8 x 8) */
     unsigned s = __reduce_add_sync(0xffffffffu, (unsigned)samples);
     unsigned h = __reduce_add_sync(0xffffffffu, (unsigned)hit);
     if ((threadIdx.y * blockDim.x + threadIdx.x) % 32 == 0) {
@@ -187,7 +202,9 @@ vx_render_kernel(const vx_march_params m, const vx_camera cam, const T *__restri
 // ----------------------------------------------------------------------------------------
 // launch
 
-#define VX_BLOCK_X 16
+/* 8 x 8 pixels a block (a warp is an 8 x 4 tile): measured best of 16x8, 8x8, 8x16,
+ * 32x4, 4x8 and 32x1 on shell, cloud and sh-glass (docs/BENCHMARKS.md). */
+#define VX_BLOCK_X 8
 #define VX_BLOCK_Y 8
 
 template <typename T>
@@ -197,8 +214,12 @@ static int vx__launch_render(const vx_cuda_volume *cv, const vx_camera *c, float
     const T *g = (const T *)cv->d_grid;
     const vx_march_params &m = cv->mp;
     const unsigned char *occ = cv->d_occ;
+    int shift = -1; /* power-of-two cells index by shifting */
+    for (int k = 0; k < 31; k++)
+        if (m.occ_b == (1 << k)) shift = k;
 #define VX_GO(DEC, DEG) \
-    vx_render_kernel<T, DEC, DEG><<<blocks, threads>>>(m, *c, g, occ, cv->d_rgb, cv->d_alpha, depth, cv->d_counters)
+    vx_render_kernel<T, DEC, DEG><<<blocks, threads>>>(m, *c, g, occ, shift, cv->d_rgb, cv->d_alpha, depth, \
+                                                       cv->d_counters)
     switch (m.dec.type) {
     case VX_DEC_RGBA: VX_GO(VX_DEC_RGBA, 0); break;
     case VX_DEC_SCALAR: VX_GO(VX_DEC_SCALAR, 0); break;
