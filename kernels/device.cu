@@ -17,7 +17,11 @@ extern "C" int vx_cuda_probe(char *info, size_t cap) {
     int count = 0, *d_flag = NULL, flag = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
-        snprintf(info, cap, "%s", cudaGetErrorString(e));
+        if (e == cudaErrorInsufficientDriver) /* also what a machine with no driver reports */
+            snprintf(info, cap, "no NVIDIA driver, or one older than this build's CUDA %d.%d runtime",
+                     CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10);
+        else
+            snprintf(info, cap, "%s", cudaGetErrorString(e));
         cudaGetLastError();
         return 0;
     }
