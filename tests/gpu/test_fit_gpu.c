@@ -106,7 +106,9 @@ static void test_rays_backward(void **state) {
         OK(vx_fit_cuda_download(g, &h));
         size_t n = (size_t)f.nx * f.ny * f.nz * f.nc;
         compare(f.grad, h.grad, n, 1e-4, 1e-8, "grid gradient (atomics reorder the sums)");
-        compare(f.wmax, h.wmax, (size_t)f.nx * f.ny * f.nz, 1e-5, 1e-7, "max weights");
+        /* T is a product over hundreds of samples and the GPU's expf differs by up to 2 ulp:
+         * relative error ~ samples x ulp ~ 2e-5 (seen 1.1e-5 on the H200), so allow 1e-4 */
+        compare(f.wmax, h.wmax, (size_t)f.nx * f.ny * f.nz, 1e-4, 1e-7, "max weights");
         free(rc); free(rg);
         vx_fit_cuda_destroy(g);
         vx_fit_batch_free(&b);
@@ -137,6 +139,10 @@ static void test_tv_adam_prune_upsample(void **state) {
         assert_true(fabs(tc - tg) <= 1e-4 * tc);
         OK(vx_fit_cuda_download(g, &h));
         compare(f.grad, h.grad, n, 1e-5, 1e-9, "TV gradient");
+        /* Adam divides by sqrt(v): where the gradient is ~1e-9 an atomics-order difference
+         * flips the step (seen on the H200: 1.2e-3 at one parameter). Give the CPU the
+         * GPU's gradient so the three Adam steps below compare the optimiser alone. */
+        memcpy(f.grad, h.grad, n * sizeof(float));
         /* three Adam steps on that gradient */
         for (int k = 0; k < 3; k++) {
             vx_fit_adam_step_cpu(&f, &hp, 0.7f, 0.03f);
