@@ -4,7 +4,7 @@
 
 CC       ?= gcc
 BUILD    ?= build
-CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_75,code=compute_75
 PYTHON   ?= python3
 
 ifeq ($(origin CC),default)
