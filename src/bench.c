@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend.h"
 #include "bench.h"
@@ -18,12 +17,6 @@
 #endif
 
 #define VX_BENCH_MAX_SIZES 8
-
-static double vx__now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void vx__bench_help(void) {
     printf("usage: voxray bench kernels [--quick] [--no-torch]\n"
@@ -63,9 +56,9 @@ static int vx__bench_one(const vx_cli_common *cc, const vx_scene *s, int w, int 
             ok = !vx_cuda_render_device(cv, &cam, 0, &ms, &samples, &hit);
             if (i >= 0) t[i] = ms;
         }
-        double t0 = vx__now();
+        double t0 = vx_now();
         ok = ok && !vx_cuda_render(cv, &cam, &f);
-        e2e = (vx__now() - t0) * 1e3;
+        e2e = (vx_now() - t0) * 1e3;
         vx_cuda_volume_destroy(cv);
         vx_volume_free(&v);
         if (!ok) goto done;
@@ -78,9 +71,9 @@ static int vx__bench_one(const vx_cli_common *cc, const vx_scene *s, int w, int 
         empty = vx_renderer_volume(r)->occ_empty_fraction;
         int ok = 1;
         for (int i = -1; i < frames && ok; i++) {
-            double t0 = vx__now();
+            double t0 = vx_now();
             ok = !vx_renderer_render(r, &cam, &f);
-            if (i >= 0) t[i] = (vx__now() - t0) * 1e3;
+            if (i >= 0) t[i] = (vx_now() - t0) * 1e3;
         }
         samples = f.samples;
         hit = f.rays_hit;

@@ -2,7 +2,7 @@
 # run_gpu_tests.sh - `make test-gpu` on a machine with a CUDA device: makes small
 # sample scenes, runs every GPU test binary given (CUDA against the CPU reference),
 # then compute-sanitizer memcheck and racecheck on a small render and on the kernel
-# tests when compute-sanitizer is found. Environment: VOXRAY, BUILD; RES (scene size).
+# and fit tests when compute-sanitizer is found. Environment: VOXRAY, BUILD; RES (scene size).
 VOXRAY=${VOXRAY:-${BUILD:-build}/voxray}
 RES=${RES:-64}
 failed=0
@@ -30,7 +30,7 @@ if [ -n "$san" ]; then
         "$san" --tool "$tool" --error-exitcode 9 "$VOXRAY" render "$dir/sh-glass" --backend cuda --half \
             --size 64x48 -o "$dir/san.png" -q || { echo "FAILED: $tool render --half"; failed=$((failed + 1)); }
         for t in "$@"; do
-            case "$t" in *kernels*)
+            case "$t" in *kernels*|*fit*)
                 echo "== compute-sanitizer --tool $tool: $t"
                 "$san" --tool "$tool" --error-exitcode 9 "$t" >"$dir/san.log" 2>&1 ||
                     { cat "$dir/san.log"; echo "FAILED: $tool $t"; failed=$((failed + 1)); }
