@@ -49,12 +49,15 @@ static double chord(const vx_grid *g, const double o[3], const double d[3]) {
     return t1 > t0 ? t1 - t0 : 0;
 }
 
-/* Render and compare every pixel with the closed form. colour_of gives the expected
- * colour for a ray direction; sigma the expected density. Returns the max error. */
+/* Render and compare every pixel with the closed form. col gives the expected colour
+ * for a ray direction; sigma the expected density. Each pixel may differ by base_tol plus
+ * what float32 clipping can move the chord: grazing rays make L ill-conditioned, so the
+ * chord is recomputed (in double) from origins moved by float rounding of |o|, and
+ * sigma * that spread is allowed. Returns the largest error / allowance (pass: <= 1). */
 typedef void (*colour_fn)(const double d[3], const void *ctx, double rgb[3]);
 
 static double check_box(vx_scene *s, const vx_camera *cam, double sigma, colour_fn col, const void *ctx,
-                        float stop, int *hits) {
+                        float stop, int *hits, double base_tol) {
     vx_render_opts o;
     vx_render_opts_default(&o);
     o.stop = stop;
@@ -71,17 +74,23 @@ static double check_box(vx_scene *s, const vx_camera *cam, double sigma, colour_
             vx_vec3 ro, rd;
             vx_camera_ray(cam, j + 0.5f, i + 0.5f, &ro, &rd);
             double o3[3] = {ro.x, ro.y, ro.z}, d3[3] = {rd.x, rd.y, rd.z}, rgb[3];
-            double L = chord(&s->grid, o3, d3);
+            double L = chord(&s->grid, o3, d3), spread = 0;
+            double om = fmax(fabs(o3[0]), fmax(fabs(o3[1]), fabs(o3[2]))) + L, eps = 4 * 6e-8 * om;
+            for (int k = 0; k < 8; k++) {
+                double op[3] = {o3[0] + (k & 1 ? eps : -eps), o3[1] + (k & 2 ? eps : -eps), o3[2] + (k & 4 ? eps : -eps)};
+                spread = fmax(spread, fabs(chord(&s->grid, op, d3) - L));
+            }
+            double tol = base_tol + sigma * spread;
             double T = exp(-sigma * L);
             col(d3, ctx, rgb);
             *hits += L > 0;
             size_t p = (size_t)i * cam->width + j;
             for (int c = 0; c < 3; c++) {
                 double want = rgb[c] * (1 - T) + s->background[c] * T;
-                double err = fabs(f.rgb[3 * p + c] - want);
+                double err = fabs(f.rgb[3 * p + c] - want) / tol;
                 if (!(err <= maxerr)) maxerr = isnan(err) ? INFINITY : err;
             }
-            double aerr = fabs(f.alpha[p] - (1 - T));
+            double aerr = fabs(f.alpha[p] - (1 - T)) / tol;
             if (!(aerr <= maxerr)) maxerr = isnan(aerr) ? INFINITY : aerr;
         }
     }
@@ -141,9 +150,9 @@ static void test_box_rgba(void **state) {
         vx_camera cam;
         random_camera(&cam, &s, 37, 29);
         int hits;
-        double err = check_box(&s, &cam, sigma, const_colour, c, 0.0f, &hits);
+        double err = check_box(&s, &cam, sigma, const_colour, c, 0.0f, &hits, 2e-5);
         assert_true(hits > 20); /* the box is in view */
-        if (err > 2e-5) fail_msg("trial %d: max error %g", trial, err);
+        if (err > 1) fail_msg("trial %d: max error %g x the allowance", trial, err);
         vx_scene_free(&s);
     }
 }
@@ -165,8 +174,8 @@ static void test_box_activations(void **state) {
         vx_camera cam;
         random_camera(&cam, &s, 24, 24);
         int hits;
-        double err = check_box(&s, &cam, want[act], const_colour, c, 0.0f, &hits);
-        if (err > 2e-5) fail_msg("activation %d: max error %g", act, err);
+        double err = check_box(&s, &cam, want[act], const_colour, c, 0.0f, &hits, 2e-5);
+        if (err > 1) fail_msg("activation %d: max error %g x the allowance", act, err);
         vx_scene_free(&s);
     }
 }
@@ -186,7 +195,7 @@ static void test_box_sigmoid_colour(void **state) {
     vx_camera cam;
     random_camera(&cam, &s, 20, 20);
     int hits;
-    assert_true(check_box(&s, &cam, 1.3, const_colour, c, 0.0f, &hits) < 2e-5);
+    assert_true(check_box(&s, &cam, 1.3, const_colour, c, 0.0f, &hits, 2e-5) <= 1);
     vx_scene_free(&s);
 }
 
@@ -235,8 +244,8 @@ static void test_box_sh(void **state) {
         vx_camera cam;
         random_camera(&cam, &s, 31, 23);
         int hits;
-        double err = check_box(&s, &cam, sigma, sh_colour, &ctx, 0.0f, &hits);
-        if (err > 5e-5) fail_msg("sh degree %d: max error %g", degree, err);
+        double err = check_box(&s, &cam, sigma, sh_colour, &ctx, 0.0f, &hits, 5e-5);
+        if (err > 1) fail_msg("sh degree %d: max error %g x the allowance", degree, err);
         vx_scene_free(&s);
     }
 }
@@ -260,8 +269,8 @@ static void test_box_scalar(void **state) {
     vx_camera cam;
     random_camera(&cam, &s, 27, 27);
     int hits;
-    double err = check_box(&s, &cam, sigma, const_colour, c, 0.0f, &hits);
-    if (err > 2e-5) fail_msg("scalar: max error %g", err);
+    double err = check_box(&s, &cam, sigma, const_colour, c, 0.0f, &hits, 2e-5);
+    if (err > 1) fail_msg("scalar: max error %g x the allowance", err);
     vx_scene_free(&s);
 }
 
@@ -279,8 +288,8 @@ static void test_early_termination(void **state) {
     vx_camera cam;
     random_camera(&cam, &s, 16, 16);
     int hits;
-    double err = check_box(&s, &cam, 40.0, const_colour, c, 1e-3f, &hits);
-    assert_true(err < 1.1e-3);
+    double err = check_box(&s, &cam, 40.0, const_colour, c, 1e-3f, &hits, 1.1e-3);
+    assert_true(err <= 1);
     vx_scene_free(&s);
 }
 
