@@ -325,7 +325,9 @@ int vx_scene_load(const char *path, const vx_load_opts *opts, vx_scene *s) {
         while (n > 1 && tmp[n - 1] == '/') tmp[--n] = 0;
         const char *base = strrchr(tmp, '/');
         base = base ? base + 1 : tmp;
-        snprintf(s->name, sizeof s->name, "%s", base);
+        size_t bl = strlen(base) < sizeof s->name - 1 ? strlen(base) : sizeof s->name - 1;
+        memcpy(s->name, base, bl); /* names longer than the field are cut */
+        s->name[bl] = 0;
         if (!vx__is_dir(path)) { char *dot = strchr(s->name, '.'); if (dot && dot != s->name) *dot = 0; }
     }
     int rc;
