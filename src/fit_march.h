@@ -118,20 +118,12 @@ VX_HD void vx_fit_march_backward(const vx_march_params *m, const float *data, co
         float raw[VX_MAX_CHANNELS], draw[VX_MAX_CHANNELS], rgb[3], b[16];
         vx_sh_basis(m->dec.sh_degree, d, b);
         for (int k = 0; k < n; k++) {
-            float ta = t0 + (float)k * m->dt;
-            float tb = k == n - 1 ? t1 : ta + m->dt;
+            float ta, tb;
+            vx_segment(m, t0, t1, n, k, &ta, &tb);
             float tm = 0.5f * (ta + tb);
             vx_vec3 p = vx_add(oi, vx_scale(di, tm));
-            if (occ) { /* the same jump as vx_march(): skipped samples have zero gradient */
-                int cx, cy, cz;
-                if (!occ[vx_occ_cell(m, p, &cx, &cy, &cz)]) {
-                    float te = vx_occ_exit(m, oi, di, cx, cy, cz);
-                    float kf = floorf((te - t0) / m->dt - 0.5f);
-                    if (kf > (float)n) kf = (float)n;
-                    if ((int)kf - 1 > k) k = (int)kf - 1;
-                    continue;
-                }
-            }
+            /* the same jump as vx_march(): skipped samples have zero gradient */
+            if (occ && vx_occ_skip(m, occ, oi, di, p, t0, n, &k)) continue;
             vx_trilinear_fetch(data, m->nx, m->ny, m->nz, m->nc, p, raw);
             float sigma = vx_decode(&m->dec, raw, d, rgb);
             float delta = tb - ta;

@@ -110,6 +110,26 @@ VX_HD int vx_segment_count(float len, float dt) {
     return n < 1 ? 1 : n;
 }
 
+/* Segment k of n over [t0, t1]: all dt long but the last, which ends exactly at t1. */
+VX_HD void vx_segment(const vx_march_params *m, float t0, float t1, int n, int k, float *ta, float *tb) {
+    *ta = t0 + (float)k * m->dt;
+    *tb = k == n - 1 ? t1 : *ta + m->dt;
+}
+
+/* If index-space point p lies in an empty occupancy cell, move *k to the last segment
+ * whose midpoint is before the cell's exit (the caller's loop then steps once) and return
+ * 1. floor keeps the jump safe: no sample with density is ever skipped. */
+VX_HD int vx_occ_skip(const vx_march_params *m, const unsigned char *occ, vx_vec3 oi, vx_vec3 di, vx_vec3 p,
+                      float t0, int n, int *k) {
+    int cx, cy, cz;
+    if (occ[vx_occ_cell(m, p, &cx, &cy, &cz)]) return 0;
+    float te = vx_occ_exit(m, oi, di, cx, cy, cz);
+    float kf = floorf((te - t0) / m->dt - 0.5f);
+    if (kf > (float)n) kf = (float)n;
+    if ((int)kf - 1 > *k) *k = (int)kf - 1;
+    return 1;
+}
+
 /* March one world-space ray (o, unit d). occ may be NULL (no skipping). */
 VX_HD vx_ray_result vx_march(const vx_march_params *m, const float *data, const unsigned char *occ,
                              vx_vec3 o, vx_vec3 d) {
@@ -121,22 +141,11 @@ VX_HD vx_ray_result vx_march(const vx_march_params *m, const float *data, const 
         int n = vx_segment_count(t1 - t0, m->dt);
         float raw[VX_MAX_CHANNELS], rgb[3];
         for (int k = 0; k < n; k++) {
-            float ta = t0 + (float)k * m->dt;
-            float tb = k == n - 1 ? t1 : ta + m->dt;
+            float ta, tb;
+            vx_segment(m, t0, t1, n, k, &ta, &tb);
             float tm = 0.5f * (ta + tb);
             vx_vec3 p = vx_add(oi, vx_scale(di, tm));
-            if (occ) {
-                int cx, cy, cz;
-                if (!occ[vx_occ_cell(m, p, &cx, &cy, &cz)]) {
-                    /* jump to the last segment whose midpoint is before the cell exit;
-                     * floor keeps the jump safe: no sample with density is skipped */
-                    float te = vx_occ_exit(m, oi, di, cx, cy, cz);
-                    float kf = floorf((te - t0) / m->dt - 0.5f);
-                    if (kf > (float)n) kf = (float)n;
-                    if ((int)kf - 1 > k) k = (int)kf - 1;
-                    continue;
-                }
-            }
+            if (occ && vx_occ_skip(m, occ, oi, di, p, t0, n, &k)) continue;
             vx_trilinear_fetch(data, m->nx, m->ny, m->nz, m->nc, p, raw);
             float sigma = vx_decode(&m->dec, raw, d, rgb);
             float alpha = 1.0f - expf(-sigma * (tb - ta));
