@@ -10,19 +10,6 @@
 #include "vx_common.h"
 #include "vx_fmt.h"
 
-static int vx__nums(const char *s, double *out, int max) {
-    int n = 0;
-    char *end;
-    for (;;) {
-        while (isspace((unsigned char)*s)) s++;
-        if (!*s) return n;
-        if (n == max) return -1;
-        out[n++] = strtod(s, &end);
-        if (end == s || (*end && !isspace((unsigned char)*end))) return -1;
-        s = end;
-    }
-}
-
 static int vx__bool(const char *s) {
     return !strcasecmp(s, "true") || !strcasecmp(s, "1") || !strcasecmp(s, "yes");
 }
@@ -68,15 +55,15 @@ int vx_metaimage_info(const char *path, vx_vol_info *v) {
             ndims = atoi(val);
             if (ndims < 1 || ndims > 8) { vx_error("%s: NDims: '%s' is not 1..8", path, val); goto done; }
         } else if (!strcasecmp(key, "DimSize")) {
-            nsize = vx__nums(val, size, 8);
+            nsize = vx_fmt_doubles(val, size, 8);
         } else if (!strcasecmp(key, "ElementSpacing") || !strcasecmp(key, "ElementSize")) {
-            if (nsp < 0 || !strcasecmp(key, "ElementSpacing")) nsp = vx__nums(val, sp, 8);
+            if (nsp < 0 || !strcasecmp(key, "ElementSpacing")) nsp = vx_fmt_doubles(val, sp, 8);
         } else if (!strcasecmp(key, "Offset") || !strcasecmp(key, "Position") ||
                    !strcasecmp(key, "Origin")) {
-            norg = vx__nums(val, org, 8);
+            norg = vx_fmt_doubles(val, org, 8);
         } else if (!strcasecmp(key, "TransformMatrix") || !strcasecmp(key, "Rotation") ||
                    !strcasecmp(key, "Orientation")) {
-            ntm = vx__nums(val, tm, 16);
+            ntm = vx_fmt_doubles(val, tm, 16);
         } else if (!strcasecmp(key, "ElementType")) {
             type = vx__etype(val);
             if (type < 0) {

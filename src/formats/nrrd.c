@@ -43,20 +43,6 @@ static int vx__ints(char *s, long long *out, int max) {
     }
 }
 
-/* Whitespace-separated doubles ("nan" allowed); returns count or -1. */
-static int vx__doubles(char *s, double *out, int max) {
-    int n = 0;
-    char *end;
-    for (;;) {
-        while (isspace((unsigned char)*s)) s++;
-        if (!*s) return n;
-        if (n == max) return -1;
-        out[n++] = strtod(s, &end);
-        if (end == s || (*end && !isspace((unsigned char)*end))) return -1;
-        s = end;
-    }
-}
-
 /* "(x,y,z)" at *s: parses into v (space dimension 3). Returns 0, or -1. */
 static int vx__vec3(char **s, double v[3]) {
     char *p = *s, *end;
@@ -209,7 +195,7 @@ int vx_nrrd_info(const char *path, vx_vol_info *v) {
             }
             has_origin = 1;
         } else if (!strcasecmp(field, "spacings")) {
-            nsp = vx__doubles(val, sp, VX_NRRD_MAXDIM);
+            nsp = vx_fmt_doubles(val, sp, VX_NRRD_MAXDIM);
             if (nsp < 0) { vx_error("%s: spacings: cannot parse '%.60s'", path, val); goto done; }
         } else if (!strcasecmp(field, "data file") || !strcasecmp(field, "datafile")) {
             if (!strncasecmp(val, "LIST", 4) || strchr(val, '%') || strchr(val, ' ')) {

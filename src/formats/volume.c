@@ -1,6 +1,7 @@
 /* volume.c - the part every header-based reader shares: size checks before allocating,
  * raw and gzip/zlib payload reading (streamed, growing only as data arrives), element
  * conversion to float32 in either byte order, and the `voxray info` text. */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -110,6 +111,19 @@ char *vx_fmt_trim(char *s) {
     while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
         s[--n] = 0;
     return s;
+}
+
+int vx_fmt_doubles(const char *s, double *out, int max) {
+    int n = 0;
+    char *end;
+    for (;;) {
+        while (isspace((unsigned char)*s)) s++;
+        if (!*s) return n;
+        if (n == max) return -1;
+        out[n++] = strtod(s, &end);
+        if (end == s || (*end && !isspace((unsigned char)*end))) return -1;
+        s = end;
+    }
 }
 
 int vx_fmt_dtype_from_name(const char *s) {

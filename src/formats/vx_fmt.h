@@ -64,6 +64,9 @@ int vx_fmt_dtype_from_name(const char *s);
 int vx_fmt_has_ext(const char *path, const char *ext);
 /* Trim spaces in place; returns the trimmed start. */
 char *vx_fmt_trim(char *s);
+/* Whitespace-separated numbers (strtod: "nan" allowed) into out; count, or -1 when
+ * an entry is not a number or there are more than max. */
+int vx_fmt_doubles(const char *s, double *out, int max);
 
 /* ---- the readers (header only; payload through vx_vol_read) ----------------------------- */
 int vx_nrrd_info(const char *path, vx_vol_info *v);
