@@ -137,7 +137,9 @@ static const char *nifti_with(void (*edit)(unsigned char *h), size_t payload, co
     if (!strcmp(ext, ".nii.gz")) {
         size_t cl;
         unsigned char *c = fx_deflate(file, 352 + payload, 0, &cl);
-        for (size_t i = cl / 2; i < cl - 8; i++) c[i] ^= 0x33; /* corrupt the deflate data */
+        /* corrupt the CRC-32 in the gzip trailer: the data still inflates, only the check
+         * value catches it (corrupting the deflate bytes could hit the header instead) */
+        c[cl - 8] ^= 0xff;
         fx_write2(path, c, cl, NULL, 0);
         free(c);
     } else {

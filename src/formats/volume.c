@@ -190,7 +190,7 @@ int vx_gz_read(const char *path, long long offset, long long comp_size, size_t s
     unsigned char *buf = vx_malloc(cap, "gzip output");
     z_stream zs;
     memset(&zs, 0, sizeof zs);
-    int rc = -1, zinit = 0, eof = 0;
+    int rc = -1, zinit = 0, eof = 0, ended = 0;
     long long comp_left = comp_size > 0 ? comp_size : -1;
     if (!in || !scratch || !buf) goto done;
     if (inflateInit2(&zs, 15 + 32) != Z_OK) { vx_error("%s: zlib init failed", path); goto done; }
@@ -226,6 +226,7 @@ int vx_gz_read(const char *path, long long offset, long long comp_size, size_t s
         size_t made = before - zs.avail_out;
         if (skip > 0) skip -= made; else got += made;
         if (zr == Z_STREAM_END) {
+            ended = 1;
             if (got >= n) break;
             /* concatenated gzip members continue; anything else means the data ended */
             if (zs.avail_in == 0 && !eof) {
@@ -236,6 +237,7 @@ int vx_gz_read(const char *path, long long offset, long long comp_size, size_t s
             }
             if (zs.avail_in >= 2 && zs.next_in[0] == 0x1f && zs.next_in[1] == 0x8b) {
                 inflateReset(&zs);
+                ended = 0;
                 continue;
             }
             break;
@@ -254,6 +256,32 @@ int vx_gz_read(const char *path, long long offset, long long comp_size, size_t s
             vx_error("%s: %s: compressed data ends after %zu of %zu bytes (truncated?)", path,
                      what, got, n);
         goto done;
+    }
+    /* A payload read goes on to the end of the stream, so that zlib checks its CRC-32 /
+     * Adler-32: corruption that still inflates (flipped literals, a broken trailer) is
+     * caught instead of rendered. */
+    while (!allow_short && !ended) {
+        if (zs.avail_in == 0 && !eof) {
+            size_t want = CHUNK;
+            if (comp_left >= 0 && (long long)want > comp_left) want = (size_t)comp_left;
+            size_t r = want ? fread(in, 1, want, f) : 0;
+            if (comp_left >= 0) comp_left -= (long long)r;
+            if (r == 0) eof = 1;
+            zs.next_in = in;
+            zs.avail_in = (uInt)r;
+        }
+        zs.next_out = scratch;
+        zs.avail_out = CHUNK;
+        int zr = inflate(&zs, Z_NO_FLUSH);
+        if (zr == Z_STREAM_END) break;
+        if (zr == Z_NEED_DICT || zr == Z_DATA_ERROR || zr == Z_MEM_ERROR || zr == Z_STREAM_ERROR) {
+            vx_error("%s: %s: corrupt gzip/zlib data (%s)", path, what, zs.msg ? zs.msg : "zlib error");
+            goto done;
+        }
+        if (zr == Z_BUF_ERROR && zs.avail_in == 0 && eof) {
+            vx_error("%s: %s: compressed data ends before its stream's end (truncated gzip/zlib?)", path, what);
+            goto done;
+        }
     }
     rc = 0;
 done:
