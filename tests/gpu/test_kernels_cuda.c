@@ -13,20 +13,13 @@
 
 #include "vx_common.h"
 #include "vx_cuda.h"
-
-static unsigned g_seed;
-
-static float frand(float lo, float hi) {
-    g_seed = g_seed * 1664525u + 1013904223u;
-    return lo + (hi - lo) * (float)(g_seed >> 8) / 16777216.0f;
-}
+#include "gpu_test.h"
 
 static void *dev(size_t bytes) {
     void *d = NULL;
     if (vx_cuda_alloc(&d, bytes, "test buffer")) fail_msg("%s", vx_errmsg());
     return d;
 }
-#define OK(call) do { if ((call) != 0) fail_msg("%s: %s", #call, vx_errmsg()); } while (0)
 
 /* Max error over n values with tolerance tol + |ref| * rel; prints the first misses. */
 static int compare(const char *what, const float *got, const float *ref, size_t n, float tol, float rel) {
@@ -39,18 +32,6 @@ static int compare(const char *what, const float *got, const float *ref, size_t 
         }
     }
     return bad;
-}
-
-static int setup(void **state) {
-    (void)state;
-    char info[256];
-    if (!vx_cuda_probe(info, sizeof info)) {
-        print_error("no usable CUDA device: %s\n", info);
-        return -1;
-    }
-    g_seed = (unsigned)time(NULL);
-    print_message("device: %s, seed %u\n", info, g_seed);
-    return 0;
 }
 
 /* ---- the cell op ------------------------------------------------------------------ */

@@ -17,26 +17,7 @@
 #include "image.h"
 #include "vx_common.h"
 #include "vx_cuda.h"
-
-#define OK(call) do { if ((call) != 0) fail_msg("%s: %s", #call, vx_errmsg()); } while (0)
-
-static unsigned g_seed;
-static float frand(float lo, float hi) {
-    g_seed = g_seed * 1664525u + 1013904223u;
-    return lo + (hi - lo) * (float)(g_seed >> 8) / 16777216.0f;
-}
-
-static int setup(void **state) {
-    (void)state;
-    char info[256];
-    if (!vx_cuda_probe(info, sizeof info)) {
-        print_error("no usable CUDA device: %s\n", info);
-        return -1;
-    }
-    g_seed = (unsigned)time(NULL);
-    print_message("device: %s, seed %u\n", info, g_seed);
-    return 0;
-}
+#include "gpu_test.h"
 
 /* Bytes of RGBA8 (device) against RGB8 (host); alpha must be 255. Returns mismatches. */
 static size_t rgba_vs_rgb(const unsigned char *rgba, const unsigned char *rgb, size_t n, size_t *first) {
