@@ -174,6 +174,17 @@ void vx_fmt_to_float(const unsigned char *src, size_t n, vx_dtype t, int big_end
 }
 
 /* ---- gzip / zlib streams --------------------------------------------------------------- */
+
+/* Next chunk of compressed input (at most *comp_left bytes when that is >= 0). */
+static void vx__gz_refill(z_stream *zs, FILE *f, unsigned char *in, size_t chunk, long long *comp_left, int *eof) {
+    size_t want = chunk;
+    if (*comp_left >= 0 && (long long)want > *comp_left) want = (size_t)*comp_left;
+    size_t r = want ? fread(in, 1, want, f) : 0;
+    if (*comp_left >= 0) *comp_left -= (long long)r;
+    if (r == 0) *eof = 1;
+    zs->next_in = in;
+    zs->avail_in = (uInt)r;
+}
 int vx_gz_read(const char *path, long long offset, long long comp_size, size_t skip, size_t n,
                int allow_short, unsigned char **out, size_t *got_out, const char *what) {
     *out = NULL;
@@ -196,15 +207,7 @@ int vx_gz_read(const char *path, long long offset, long long comp_size, size_t s
     if (inflateInit2(&zs, 15 + 32) != Z_OK) { vx_error("%s: zlib init failed", path); goto done; }
     zinit = 1;
     while (got < n) {
-        if (zs.avail_in == 0 && !eof) {
-            size_t want = CHUNK;
-            if (comp_left >= 0 && (long long)want > comp_left) want = (size_t)comp_left;
-            size_t r = want ? fread(in, 1, want, f) : 0;
-            if (comp_left >= 0) comp_left -= (long long)r;
-            if (r == 0) eof = 1;
-            zs.next_in = in;
-            zs.avail_in = (uInt)r;
-        }
+        if (zs.avail_in == 0 && !eof) vx__gz_refill(&zs, f, in, CHUNK, &comp_left, &eof);
         if (skip > 0) {
             zs.next_out = scratch;
             zs.avail_out = (uInt)(skip < CHUNK ? skip : CHUNK);
@@ -261,15 +264,7 @@ int vx_gz_read(const char *path, long long offset, long long comp_size, size_t s
      * Adler-32: corruption that still inflates (flipped literals, a broken trailer) is
      * caught instead of rendered. */
     while (!allow_short && !ended) {
-        if (zs.avail_in == 0 && !eof) {
-            size_t want = CHUNK;
-            if (comp_left >= 0 && (long long)want > comp_left) want = (size_t)comp_left;
-            size_t r = want ? fread(in, 1, want, f) : 0;
-            if (comp_left >= 0) comp_left -= (long long)r;
-            if (r == 0) eof = 1;
-            zs.next_in = in;
-            zs.avail_in = (uInt)r;
-        }
+        if (zs.avail_in == 0 && !eof) vx__gz_refill(&zs, f, in, CHUNK, &comp_left, &eof);
         zs.next_out = scratch;
         zs.avail_out = CHUNK;
         int zr = inflate(&zs, Z_NO_FLUSH);
