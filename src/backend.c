@@ -67,10 +67,7 @@ int vx_renderer_create(vx_renderer **out, const vx_scene *s, const vx_render_opt
 }
 
 int vx_renderer_set_opts(vx_renderer *r, const vx_render_opts *o) {
-    vx_volume nv;
-    if (vx_volume_prepare(&nv, r->scene, o)) return -1;
-    vx_volume_free(&r->vol);
-    r->vol = nv;
+    if (vx_volume_update(&r->vol, r->scene, o)) return -1;
     r->opts = *o;
 #ifdef VX_HAVE_CUDA
     if (r->cuda && vx_cuda_volume_set_params(r->cuda, &r->vol.mp)) return -1;

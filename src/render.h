@@ -48,6 +48,10 @@ typedef struct {
 } vx_volume;
 
 int vx_volume_prepare(vx_volume *v, const vx_scene *s, const vx_render_opts *o);
+/* Re-derive the march parameters after the options or the scene's decoder changed,
+ * rebuilding the occupancy grid only when the decoder or the cell size did. On error v
+ * is unchanged. */
+int vx_volume_update(vx_volume *v, const vx_scene *s, const vx_render_opts *o);
 void vx_volume_free(vx_volume *v);
 
 /* Occupancy from decoded density: a cell is empty only if every value its samples can

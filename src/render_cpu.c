@@ -73,10 +73,10 @@ int vx_occupancy_build_cpu(const vx_grid *g, const vx_decoder *d, int cell, unsi
     return 0;
 }
 
-int vx_volume_prepare(vx_volume *v, const vx_scene *s, const vx_render_opts *o) {
-    memset(v, 0, sizeof *v);
+/* Everything in the march parameters except the occupancy grid. */
+static int vx__march_params(vx_march_params *m, const vx_scene *s, const vx_render_opts *o) {
+    memset(m, 0, sizeof *m);
     const vx_grid *g = &s->grid;
-    vx_march_params *m = &v->mp;
     if (vx_grid_world_to_index(g, m->w2i)) return -1;
     m->nx = g->nx; m->ny = g->ny; m->nz = g->nz; m->nc = g->nc;
     if (m->nc > VX_MAX_CHANNELS) return vx_error("%s: %d channels; the renderer supports %d", g->source, m->nc, VX_MAX_CHANNELS);
@@ -97,16 +97,44 @@ int vx_volume_prepare(vx_volume *v, const vx_scene *s, const vx_render_opts *o) 
     m->stop = o->stop;
     for (int c = 0; c < 3; c++) m->bg[c] = o->has_background ? o->background[c] : s->background[c];
     m->dec = s->dec;
-    v->data = g->data;
-    if (!o->no_skip) {
-        int cell = o->occ_cell > 0 ? o->occ_cell : 8;
-        if (vx_occupancy_build_cpu(g, &s->dec, cell, &v->occ, m->occ_n)) return -1;
-        m->occ_b = cell;
-        v->occ_count = (size_t)m->occ_n[0] * m->occ_n[1] * m->occ_n[2];
-        size_t empty = 0;
-        for (size_t i = 0; i < v->occ_count; i++) empty += !v->occ[i];
-        v->occ_empty_fraction = (double)empty / (double)v->occ_count;
+    return 0;
+}
+
+static int vx__occ_cell_size(const vx_render_opts *o) { return o->occ_cell > 0 ? o->occ_cell : 8; }
+
+/* Build v->occ for v->mp's decoder; fills occ_b/occ_n and the statistics. */
+static int vx__volume_occupancy(vx_volume *v, const vx_grid *g, int cell) {
+    if (vx_occupancy_build_cpu(g, &v->mp.dec, cell, &v->occ, v->mp.occ_n)) return -1;
+    v->mp.occ_b = cell;
+    v->occ_count = (size_t)v->mp.occ_n[0] * v->mp.occ_n[1] * v->mp.occ_n[2];
+    size_t empty = 0;
+    for (size_t i = 0; i < v->occ_count; i++) empty += !v->occ[i];
+    v->occ_empty_fraction = (double)empty / (double)v->occ_count;
+    return 0;
+}
+
+int vx_volume_prepare(vx_volume *v, const vx_scene *s, const vx_render_opts *o) {
+    memset(v, 0, sizeof *v);
+    if (vx__march_params(&v->mp, s, o)) return -1;
+    v->data = s->grid.data;
+    return o->no_skip ? 0 : vx__volume_occupancy(v, &s->grid, vx__occ_cell_size(o));
+}
+
+int vx_volume_update(vx_volume *v, const vx_scene *s, const vx_render_opts *o) {
+    vx_march_params m;
+    if (vx__march_params(&m, s, o)) return -1; /* v is left as it was */
+    int cell = vx__occ_cell_size(o);
+    int keep = v->occ && !o->no_skip && v->mp.occ_b == cell && !memcmp(&m.dec, &v->mp.dec, sizeof m.dec);
+    if (keep) {
+        m.occ_b = v->mp.occ_b;
+        memcpy(m.occ_n, v->mp.occ_n, sizeof m.occ_n);
+        v->mp = m;
+        return 0;
     }
+    vx_volume nv = {.mp = m, .data = s->grid.data};
+    if (!o->no_skip && vx__volume_occupancy(&nv, &s->grid, cell)) return -1;
+    vx_volume_free(v);
+    *v = nv;
     return 0;
 }
 
