@@ -6,7 +6,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend.h"
 #include "cli.h"
@@ -18,19 +17,6 @@
 #ifdef VX_HAVE_CUDA
 #include "vx_cuda.h"
 #endif
-
-static double vx__now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
-static uint64_t vx__rng(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 void vx_fit_config_default(vx_fit_config *c) {
     memset(c, 0, sizeof *c);
@@ -155,8 +141,8 @@ static int vx__validate(const vx_fit_model *f, int use_cuda, const vx_dataset *d
 static void vx__sample_batch(const vx_dataset *d, vx_fit_batch *b, uint64_t *rng) {
     size_t per = (size_t)d->width * d->height;
     for (int r = 0; r < b->n; r++) {
-        int v = (int)(vx__rng(rng) % (uint64_t)d->n);
-        size_t p = (size_t)(vx__rng(rng) % per);
+        int v = (int)(vx_splitmix64(rng) % (uint64_t)d->n);
+        size_t p = (size_t)(vx_splitmix64(rng) % per);
         int i = (int)(p / d->width), j = (int)(p % d->width);
         vx_vec3 o, dir;
         vx_camera_ray(&d->cams[v], (float)j + 0.5f, (float)i + 0.5f, &o, &dir);
@@ -224,7 +210,7 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
     if (cfg->iters < 1 || cfg->batch < 1) return vx_error("fit: iterations and batch must be >= 1");
     vx_fit_batch b;
     vx__trainer t = {f, NULL};
-    double t_start = vx__now(), t_train = 0.0, loss_acc = 0.0;
+    double t_start = vx_now(), t_train = 0.0, loss_acc = 0.0;
     long long rays = 0;
     if (vx_fit_batch_alloc(&b, cfg->batch)) return -1;
     int rc = -1;
@@ -262,11 +248,11 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
             reset_done = stage;
             if (VX__ON_GPU(&t) ? vx_fit_prune_cuda(t.g, 0.0f, &none) : (vx_fit_prune_cpu(f, 0.0f), 0)) goto done;
         }
-        double t0 = vx__now(), loss;
+        double t0 = vx_now(), loss;
         float decay = powf(cfg->hp.lr_final_factor, (float)p);
         vx__sample_batch(train, &b, &rng);
-        if (vx__step(&t, cfg, &b, decay, vx__rng(&rng), &loss)) goto done;
-        t_train += vx__now() - t0;
+        if (vx__step(&t, cfg, &b, decay, vx_splitmix64(&rng), &loss)) goto done;
+        t_train += vx_now() - t0;
         rays += b.n;
         st->iters_done = it;
         if (!isfinite(loss)) { vx_error("fit: the loss became %g at iteration %d", loss, it); goto done; }
@@ -292,7 +278,7 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
             if (isnan(st->val_psnr)) snprintf(vbuf, sizeof vbuf, "   --");
             else snprintf(vbuf, sizeof vbuf, "%5.2f", st->val_psnr);
             printf("iter %6d/%d  %dx%dx%d  loss %.5f (%.2f dB)  val %s dB  %.0f rays/s  %.1f s\n", it, cfg->iters,
-                   f->nx, f->ny, f->nz, l, vx_psnr_from_mse(l), vbuf, rays / fmax(t_train, 1e-9), vx__now() - t_start);
+                   f->nx, f->ny, f->nz, l, vx_psnr_from_mse(l), vbuf, rays / fmax(t_train, 1e-9), vx_now() - t_start);
             fflush(stdout);
             loss_acc = 0.0;
         }
@@ -309,7 +295,7 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
     if (vx__sync(&t)) goto done;
     rc = 0;
 done:
-    st->seconds = vx__now() - t_start;
+    st->seconds = vx_now() - t_start;
     st->rays_per_s = rays / fmax(t_train, 1e-9);
 #ifdef VX_HAVE_CUDA
     vx_fit_cuda_destroy(t.g);

@@ -48,6 +48,11 @@ void vx_temp_name(const char *path, char *buf, size_t cap);
 /* Finish an atomic write: rename tmp over path, or remove tmp on failure. */
 int vx_commit_temp(const char *tmp, const char *path, int ok);
 
+/* splitmix64: advances *state and returns the next 64 random bits; vx_rand01 gives a
+ * double uniform in [0, 1) from the top 53 of them. Deterministic for a given seed. */
+uint64_t vx_splitmix64(uint64_t *state);
+double vx_rand01(uint64_t *state);
+
 /* Monotonic wall clock in seconds (for timings and frame pacing). */
 double vx_now(void);
 

@@ -23,13 +23,7 @@ static int fx_serial;
 
 static inline void fx_setup(uint64_t seed, const char *dir) { fx_rng = seed; fx_dir = dir; }
 
-static inline double fx_rand(void) {
-    uint64_t z = (fx_rng += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (double)(z >> 11) / 9007199254740992.0;
-}
+static inline double fx_rand(void) { return vx_rand01(&fx_rng); }
 static inline double fx_uniform(double lo, double hi) { return lo + (hi - lo) * fx_rand(); }
 
 typedef struct {

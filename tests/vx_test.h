@@ -15,6 +15,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "vx_common.h"
+
 static uint64_t vx_test_rng_state;
 
 static inline void vx_test_seed(void) {
@@ -24,13 +26,7 @@ static inline void vx_test_seed(void) {
 }
 
 /* uniform in [0, 1) (splitmix64) */
-static inline double vx_test_rand(void) {
-    uint64_t z = (vx_test_rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (double)(z >> 11) / 9007199254740992.0;
-}
+static inline double vx_test_rand(void) { return vx_rand01(&vx_test_rng_state); }
 
 static inline double vx_test_uniform(double lo, double hi) { return lo + (hi - lo) * vx_test_rand(); }
 

@@ -20,13 +20,7 @@
 #define OK(call) do { if ((call) != 0) fail_msg("%s: %s", #call, vx_errmsg()); } while (0)
 
 static uint64_t g_state;
-static double urand(void) {
-    uint64_t z = (g_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (double)(z >> 11) / 9007199254740992.0;
-}
+static double urand(void) { return vx_rand01(&g_state); }
 static double uni(double lo, double hi) { return lo + (hi - lo) * urand(); }
 
 static int setup(void **state) {
