@@ -1,18 +1,23 @@
-/* fit.cu - the CUDA twin of fit_cpu.c for `voxray fit`: one thread per ray runs vx_march
- * and vx_fit_march_backward (fit_march.h, shared with the CPU) scattering into the grid
- * gradient with atomics; Adam, TV, prune and upsample one thread per element/voxel.
+/* fit.cu - the CUDA twin of fit_cpu.c for `voxray fit`: the ray backward scattering into
+ * the grid gradient with atomics; Adam, TV, occupancy and prune over the list of alive
+ * voxels; resample (upsample and crop) one thread per new voxel.
  * tests/gpu/test_fit_gpu.c checks every step against the vx_fit_*_cpu reference.
  *
- * Version 1: the simplest correct kernels. Known costs for later versions: per-thread
- * raw/draw arrays of VX_MAX_CHANNELS floats live in local memory; the scatter issues
- * 8 x C atomics per sample; the dense Adam step touches every parameter each iteration. */
+ * Ray kernel version 1 runs vx_march + vx_fit_march_backward (fit_march.h) per thread:
+ * generic, but its VX_MAX_CHANNELS arrays live in local memory (128 registers + 576 B of
+ * stack on sm_90). Version 2 (fit_rays.cuh) is specialised on the SH degree, draws its
+ * rays on the device and scatters with float4 atomics. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cub/cub.cuh>
+#include <thrust/iterator/counting_iterator.h>
+
 #include "common.cuh"
 #include "fit.h"
 #include "fit_march.h"
+#include "fit_rays.cuh"
 #include "vx_cuda.h"
 
 struct vx_fit_cuda {
@@ -20,10 +25,22 @@ struct vx_fit_cuda {
     float *d_data, *d_grad, *d_m, *d_v, *d_wmax;
     unsigned char *d_alive, *d_occ;
     size_t occ_count;
+    unsigned *d_active;         /* indices of the alive voxels, ascending */
+    size_t n_active;
     int max_batch;
     float *d_origin, *d_dir, *d_target, *d_rgb, *d_loss;
     float *h_loss;
+    double *d_sum;              /* loss / TV term accumulators */
     unsigned long long *d_count;
+    int *d_bounds;              /* alive bounding box: min x,y,z then max x,y,z */
+    float *d_images;            /* training photos (views x h x w x 3) for version 2 */
+    vx_camera *d_cams;
+    int views, vw, vh;
+    float *d_render;            /* validation frame */
+    size_t render_cap;
+    int version;                /* ray kernel: 1 or 2 */
+    int profile;
+    double prof_ms[4];
 };
 
 static size_t vx__nv(const vx_fit_model *m) { return (size_t)m->nx * m->ny * m->nz; }
@@ -45,53 +62,110 @@ __global__ void vx_fit_rays_backward_kernel(vx_march_params mp, const float *__r
     for (int c = 0; c < 3; c++) rgb_out[3 * r + c] = fwd.rgb[c];
 }
 
-__global__ void vx_fit_tv_kernel(const float *__restrict__ data, float *grad, const unsigned char *__restrict__ alive,
-                                 int nx, int ny, int nz, int nc, float w_sigma, float w_sh, float fraction,
-                                 unsigned long long seed, float eps, float *term) {
-    size_t iv = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    size_t nv = (size_t)nx * ny * nz;
-    if (iv >= nv) return;
-    if (!alive[iv] || !vx_fit_tv_selected(seed, iv, fraction)) return;
-    int x = (int)(iv % nx), y = (int)((iv / nx) % ny), z = (int)(iv / ((size_t)nx * ny));
+/* ---- kernels over the alive voxels ----------------------------------------------------------- */
+
+__global__ void vx_fit_tv_kernel(const float *__restrict__ data, float *grad, const unsigned *__restrict__ active,
+                                 size_t n_active, int nx, int ny, int nz, int nc, float w_sigma, float w_sh,
+                                 float fraction, unsigned long long seed, float eps, double *term) {
+    size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     float t = 0.0f;
-    for (int c = 0; c < nc; c++) {
-        float w = c == 0 ? w_sigma : w_sh;
-        if (w == 0.0f) continue;
-        t += w * vx_fit_tv_voxel(data, grad, nx, ny, nz, nc, x, y, z, c, w, eps);
+    if (k < n_active) {
+        size_t iv = active[k];
+        if (vx_fit_tv_selected(seed, iv, fraction)) {
+            int x = (int)(iv % nx), y = (int)((iv / nx) % ny), z = (int)(iv / ((size_t)nx * ny));
+            for (int c = 0; c < nc; c++) {
+                float w = c == 0 ? w_sigma : w_sh;
+                if (w == 0.0f) continue;
+                t += w * vx_fit_tv_voxel(data, grad, nx, ny, nz, nc, x, y, z, c, w, eps);
+            }
+        }
     }
-    term[iv] = t;
+    if (!term) return;
+    for (int off = 16; off > 0; off >>= 1) t += __shfl_down_sync(0xffffffffu, t, off);
+    if ((threadIdx.x & 31) == 0 && t != 0.0f) atomicAdd(term, (double)t);
 }
 
-__global__ void vx_fit_adam_kernel(float *data, float *mom, float *var, const float *__restrict__ grad,
-                                   const unsigned char *__restrict__ alive, size_t n, int nc, float lr_sigma,
-                                   float lr_sh, float b1, float b2, float eps, float bc1, float bc2) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    if (!alive[i / nc]) return;
-    int c = (int)(i % nc);
-    vx_fit_adam_update(data + i, mom + i, var + i, grad[i], c == 0 ? lr_sigma : lr_sh, b1, b2, eps, bc1, bc2);
+/* One thread per alive voxel, its channels in turn (a warp still reads whole 32-byte
+ * sectors: a voxel's channels are contiguous); the gradient read is cleared (Adam
+ * consumes it). */
+__global__ void vx_fit_adam_kernel(float *data, float *mom, float *var, float *grad, const unsigned *__restrict__ active,
+                                   unsigned n_active, int nc, float lr_sigma, float lr_sh, float b1, float b2, float eps,
+                                   float bc1, float bc2, int lazy) {
+    unsigned k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= n_active) return;
+    size_t e = (size_t)active[k] * nc;
+    if ((nc & 3) == 0) { /* 16-byte groups: the voxel stride keeps float4 alignment */
+        for (int c = 0; c < nc; c += 4, e += 4) {
+            float4 x = *(float4 *)(data + e), m = *(float4 *)(mom + e), v = *(float4 *)(var + e);
+            float4 gr = *(float4 *)(grad + e);
+            *(float4 *)(grad + e) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            vx_fit_adam_update(&x.x, &m.x, &v.x, gr.x, c == 0 ? lr_sigma : lr_sh, b1, b2, eps, bc1, bc2, lazy);
+            vx_fit_adam_update(&x.y, &m.y, &v.y, gr.y, lr_sh, b1, b2, eps, bc1, bc2, lazy);
+            vx_fit_adam_update(&x.z, &m.z, &v.z, gr.z, lr_sh, b1, b2, eps, bc1, bc2, lazy);
+            vx_fit_adam_update(&x.w, &m.w, &v.w, gr.w, lr_sh, b1, b2, eps, bc1, bc2, lazy);
+            *(float4 *)(data + e) = x; *(float4 *)(mom + e) = m; *(float4 *)(var + e) = v;
+        }
+        return;
+    }
+    for (int c = 0; c < nc; c++, e++) {
+        float gr = grad[e];
+        grad[e] = 0.0f;
+        vx_fit_adam_update(data + e, mom + e, var + e, gr, c == 0 ? lr_sigma : lr_sh, b1, b2, eps, bc1, bc2, lazy);
+    }
 }
 
-__global__ void vx_fit_prune_kernel(float *data, float *mom, float *var, unsigned char *alive, float *wmax, size_t nv,
-                                    int nc, float thresh, unsigned long long *count) {
-    size_t iv = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (iv >= nv) return;
-    if (alive[iv] && wmax[iv] < thresh) {
+/* Occupancy from the alive voxels: a voxel with positive raw density marks every cell
+ * whose footprint holds it (vx_fit_occ_cells); dead voxels are zero and mark nothing. */
+__global__ void vx_fit_occ_kernel(const float *__restrict__ data, const unsigned *__restrict__ active, size_t n_active,
+                                  int nx, int ny, int nc, int b, int ox, int oy, int oz, unsigned char *occ) {
+    size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= n_active) return;
+    size_t iv = active[k];
+    if (!(data[iv * nc] > 0.0f)) return;
+    int x = (int)(iv % nx), y = (int)((iv / nx) % ny), z = (int)(iv / ((size_t)nx * ny));
+    int x0, x1, y0, y1, z0, z1;
+    vx_fit_occ_cells(x, b, ox, &x0, &x1);
+    vx_fit_occ_cells(y, b, oy, &y0, &y1);
+    vx_fit_occ_cells(z, b, oz, &z0, &z1);
+    for (int cz = z0; cz <= z1; cz++)
+        for (int cy = y0; cy <= y1; cy++)
+            for (int cx = x0; cx <= x1; cx++) occ[((size_t)cz * oy + cy) * ox + cx] = 1;
+}
+
+__global__ void vx_fit_prune_kernel(float *data, float *mom, float *var, unsigned char *alive,
+                                    const float *__restrict__ wmax, const unsigned *__restrict__ active,
+                                    size_t n_active, int nc, float thresh, unsigned long long *count) {
+    size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= n_active) return;
+    size_t iv = active[k];
+    if (wmax[iv] < thresh) {
         alive[iv] = 0;
         for (int c = 0; c < nc; c++) data[iv * nc + c] = mom[iv * nc + c] = var[iv * nc + c] = 0.0f;
         atomicAdd(count, 1ull);
     }
-    wmax[iv] = 0.0f;
 }
 
-__global__ void vx_fit_upsample_kernel(const float *__restrict__ odata, const unsigned char *__restrict__ oalive,
+__global__ void vx_fit_bounds_kernel(const unsigned *__restrict__ active, size_t n_active, int nx, int ny, int *bounds) {
+    size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= n_active) return;
+    size_t iv = active[k];
+    int c[3] = {(int)(iv % nx), (int)((iv / nx) % ny), (int)(iv / ((size_t)nx * ny))};
+    for (int a = 0; a < 3; a++) {
+        atomicMin(bounds + a, c[a]);
+        atomicMax(bounds + 3 + a, c[a]);
+    }
+}
+
+/* New voxel (x, y, z) sits at old index a*i + b per axis (vx_fit_resample_map); the
+ * product and the sum are rounded separately, as the CPU computes them. */
+__global__ void vx_fit_resample_kernel(const float *__restrict__ odata, const unsigned char *__restrict__ oalive,
                                        int onx, int ony, int onz, float *data, unsigned char *alive, int nx, int ny,
-                                       int nz, int nc) {
+                                       int nz, int nc, float ax, float ay, float az, float bx, float by, float bz) {
     size_t iv = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (iv >= (size_t)nx * ny * nz) return;
     int x = (int)(iv % nx), y = (int)((iv / nx) % ny), z = (int)(iv / ((size_t)nx * ny));
-    float sx = (float)onx / nx, sy = (float)ony / ny, sz = (float)onz / nz;
-    vx_vec3 p = vx_v3(((float)x + 0.5f) * sx - 0.5f, ((float)y + 0.5f) * sy - 0.5f, ((float)z + 0.5f) * sz - 0.5f);
+    vx_vec3 p = vx_v3(__fadd_rn(__fmul_rn(ax, (float)x), bx), __fadd_rn(__fmul_rn(ay, (float)y), by),
+                      __fadd_rn(__fmul_rn(az, (float)z), bz));
     size_t idx[8];
     float w[8];
     vx_trilinear_fetch(odata, onx, ony, onz, nc, p, data + iv * nc);
@@ -105,22 +179,32 @@ __global__ void vx_fit_upsample_kernel(const float *__restrict__ odata, const un
 
 /* ---- host side ------------------------------------------------------------------------------- */
 
+static void vx__prof_start(vx_fit_cuda *g, double *t0) {
+    if (g->profile) { cudaDeviceSynchronize(); *t0 = vx_now(); }
+}
+static void vx__prof_stop(vx_fit_cuda *g, int k, double t0) {
+    if (g->profile) { cudaDeviceSynchronize(); g->prof_ms[k] += 1e3 * (vx_now() - t0); }
+}
+
 static void vx__free_grid(vx_fit_cuda *g) {
     cudaFree(g->d_data); cudaFree(g->d_grad); cudaFree(g->d_m); cudaFree(g->d_v);
-    cudaFree(g->d_wmax); cudaFree(g->d_alive); cudaFree(g->d_occ);
+    cudaFree(g->d_wmax); cudaFree(g->d_alive); cudaFree(g->d_occ); cudaFree(g->d_active);
     g->d_data = g->d_grad = g->d_m = g->d_v = g->d_wmax = NULL;
     g->d_alive = g->d_occ = NULL;
-    g->occ_count = 0;
+    g->d_active = NULL;
+    g->occ_count = g->n_active = 0;
 }
 
 static int vx__alloc_grid(vx_fit_cuda *g) {
     size_t nv = vx__nv(&g->m), n = nv * g->m.nc;
+    if (nv > 0xffffffffull) return vx_error("fit: %zu voxels exceed the 32-bit voxel list", nv);
     VX_CUDA_CHECK(cudaMalloc((void **)&g->d_data, n * sizeof(float)));
     VX_CUDA_CHECK(cudaMalloc((void **)&g->d_grad, n * sizeof(float)));
     VX_CUDA_CHECK(cudaMalloc((void **)&g->d_m, n * sizeof(float)));
     VX_CUDA_CHECK(cudaMalloc((void **)&g->d_v, n * sizeof(float)));
     VX_CUDA_CHECK(cudaMalloc((void **)&g->d_wmax, nv * sizeof(float)));
     VX_CUDA_CHECK(cudaMalloc((void **)&g->d_alive, nv));
+    VX_CUDA_CHECK(cudaMalloc((void **)&g->d_active, nv * sizeof(unsigned)));
     VX_CUDA_CHECK(cudaMemset(g->d_grad, 0, n * sizeof(float)));
     VX_CUDA_CHECK(cudaMemset(g->d_m, 0, n * sizeof(float)));
     VX_CUDA_CHECK(cudaMemset(g->d_v, 0, n * sizeof(float)));
@@ -128,21 +212,44 @@ static int vx__alloc_grid(vx_fit_cuda *g) {
     return 0;
 }
 
+/* Rebuild the ascending list of alive voxels (CUB's stream compaction). */
+static int vx__compact(vx_fit_cuda *g) {
+    size_t nv = vx__nv(&g->m), bytes = 0;
+    if (nv > 0x7fffffffull) return vx_error("fit: %zu voxels exceed the compaction's int range", nv);
+    thrust::counting_iterator<unsigned> first(0u);
+    int *d_num = (int *)g->d_bounds; /* scratch: bounds are recomputed when needed */
+    VX_CUDA_CHECK(cub::DeviceSelect::Flagged(NULL, bytes, first, g->d_alive, g->d_active, d_num, (int)nv));
+    void *tmp = NULL;
+    VX_CUDA_CHECK(cudaMalloc(&tmp, bytes));
+    cudaError_t e = cub::DeviceSelect::Flagged(tmp, bytes, first, g->d_alive, g->d_active, d_num, (int)nv);
+    int num = 0;
+    if (e == cudaSuccess) e = cudaMemcpy(&num, d_num, sizeof num, cudaMemcpyDeviceToHost);
+    cudaFree(tmp);
+    if (e != cudaSuccess) return vx_error("%s:%d: alive-voxel compaction: %s", __FILE__, __LINE__, cudaGetErrorString(e));
+    g->n_active = (size_t)num;
+    return 0;
+}
+
 extern "C" void vx_fit_cuda_destroy(vx_fit_cuda *g) {
     if (!g) return;
     vx__free_grid(g);
     cudaFree(g->d_origin); cudaFree(g->d_dir); cudaFree(g->d_target); cudaFree(g->d_rgb); cudaFree(g->d_loss);
-    cudaFree(g->d_count);
+    cudaFree(g->d_count); cudaFree(g->d_sum); cudaFree(g->d_bounds);
+    cudaFree(g->d_images); cudaFree(g->d_cams); cudaFree(g->d_render);
     free(g->h_loss);
     free(g);
 }
 
 static int vx__create(vx_fit_cuda *g, const vx_fit_model *f, int max_batch) {
     size_t nv = vx__nv(f), n = nv * f->nc, nb = (size_t)max_batch;
+    VX_CUDA_CHECK(cudaMalloc((void **)&g->d_count, sizeof(unsigned long long)));
+    VX_CUDA_CHECK(cudaMalloc((void **)&g->d_sum, 2 * sizeof(double)));
+    VX_CUDA_CHECK(cudaMalloc((void **)&g->d_bounds, 6 * sizeof(int)));
     if (vx__alloc_grid(g)) return -1;
     VX_CUDA_CHECK(cudaMemcpy(g->d_data, f->data, n * sizeof(float), cudaMemcpyHostToDevice));
     VX_CUDA_CHECK(cudaMemcpy(g->d_m, f->adam_m, n * sizeof(float), cudaMemcpyHostToDevice));
     VX_CUDA_CHECK(cudaMemcpy(g->d_v, f->adam_v, n * sizeof(float), cudaMemcpyHostToDevice));
+    VX_CUDA_CHECK(cudaMemcpy(g->d_grad, f->grad, n * sizeof(float), cudaMemcpyHostToDevice));
     VX_CUDA_CHECK(cudaMemcpy(g->d_wmax, f->wmax, nv * sizeof(float), cudaMemcpyHostToDevice));
     VX_CUDA_CHECK(cudaMemcpy(g->d_alive, f->alive, nv, cudaMemcpyHostToDevice));
     VX_CUDA_CHECK(cudaMalloc((void **)&g->d_origin, nb * 3 * sizeof(float)));
@@ -150,10 +257,9 @@ static int vx__create(vx_fit_cuda *g, const vx_fit_model *f, int max_batch) {
     VX_CUDA_CHECK(cudaMalloc((void **)&g->d_target, nb * 3 * sizeof(float)));
     VX_CUDA_CHECK(cudaMalloc((void **)&g->d_rgb, nb * 3 * sizeof(float)));
     VX_CUDA_CHECK(cudaMalloc((void **)&g->d_loss, nb * sizeof(float)));
-    VX_CUDA_CHECK(cudaMalloc((void **)&g->d_count, sizeof(unsigned long long)));
     g->h_loss = (float *)vx_malloc(nb * sizeof(float), "fit CUDA loss readback");
     if (!g->h_loss) return -1;
-    return 0;
+    return vx__compact(g);
 }
 
 extern "C" int vx_fit_cuda_create(vx_fit_cuda **out, const vx_fit_model *f, int max_batch) {
@@ -166,18 +272,54 @@ extern "C" int vx_fit_cuda_create(vx_fit_cuda **out, const vx_fit_model *f, int 
     g->m.alive = g->m.occ = NULL;
     g->m.mp.occ_b = 0; /* occupancy is rebuilt on the device by vx_fit_occupancy_cuda */
     g->max_batch = max_batch;
+    g->version = 2;
     if (vx__create(g, f, max_batch)) { vx_fit_cuda_destroy(g); return -1; }
     *out = g;
     return 0;
 }
 
+extern "C" const vx_fit_model *vx_fit_cuda_model(const vx_fit_cuda *g) { return &g->m; }
+extern "C" size_t vx_fit_cuda_alive(const vx_fit_cuda *g) { return g->n_active; }
+extern "C" void vx_fit_track_weights_cuda(vx_fit_cuda *g, int on) { g->m.track_wmax = on; }
+extern "C" void vx_fit_cuda_profile(vx_fit_cuda *g, int on) { g->profile = on; }
+extern "C" size_t vx_fit_cuda_mem_in_use(void) {
+    size_t free_b = 0, total = 0;
+    if (cudaMemGetInfo(&free_b, &total) != cudaSuccess) return 0;
+    return total - free_b;
+}
+extern "C" void vx_fit_cuda_timings(vx_fit_cuda *g, double ms[4]) {
+    for (int k = 0; k < 4; k++) { ms[k] = g->prof_ms[k]; g->prof_ms[k] = 0.0; }
+}
+
+extern "C" size_t vx_fit_cuda_bytes(const vx_fit_cuda *g) {
+    size_t nv = vx__nv(&g->m);
+    return nv * g->m.nc * 4 * sizeof(float) + nv * (sizeof(float) + 1 + sizeof(unsigned)) + g->occ_count +
+           (size_t)g->max_batch * 13 * sizeof(float) + (size_t)g->views * g->vw * g->vh * 3 * sizeof(float) +
+           g->render_cap * sizeof(float);
+}
+
+extern "C" int vx_fit_cuda_set_version(vx_fit_cuda *g, int version) {
+    if (version != 1 && version != 2) return vx_error("fit: ray kernel version %d (1 or 2)", version);
+    g->version = version;
+    return 0;
+}
+
 static int vx__download(const vx_fit_cuda *g, vx_fit_model *f, int all) {
     if (f->nc != g->m.nc) return vx_error("fit: host model has %d channels, the device %d", f->nc, g->m.nc);
+    memcpy(f->box_lo, g->m.box_lo, sizeof f->box_lo);
+    memcpy(f->box_hi, g->m.box_hi, sizeof f->box_hi);
     if (f->nx != g->m.nx || f->ny != g->m.ny || f->nz != g->m.nz) {
         int res[3] = {g->m.nx, g->m.ny, g->m.nz};
         if (vx_fit_model_resize_cpu(f, res)) return -1;
+    } else if (vx_fit_update_params(f, f->mp.stop)) {
+        return -1;
     }
     size_t nv = vx__nv(f), n = nv * f->nc;
+    if (!all && f->grad) { /* a parameters-only copy (to write or render): drop what it never uses */
+        free(f->grad); free(f->adam_m); free(f->adam_v); free(f->wmax);
+        f->grad = f->adam_m = f->adam_v = f->wmax = NULL;
+    }
+    if (all && !f->grad) return vx_error("fit: the host model holds parameters only");
     VX_CUDA_CHECK(cudaMemcpy(f->data, g->d_data, n * sizeof(float), cudaMemcpyDeviceToHost));
     VX_CUDA_CHECK(cudaMemcpy(f->alive, g->d_alive, nv, cudaMemcpyDeviceToHost));
     f->t = g->m.t;
@@ -207,61 +349,138 @@ extern "C" int vx_fit_update_params_cuda(vx_fit_cuda *g, float stop) {
     return 0;
 }
 
+extern "C" int vx_fit_cuda_set_views(vx_fit_cuda *g, const vx_dataset *d) {
+    if (d->n < 1 || d->width < 1 || d->height < 1) return vx_error("fit: no training views to upload");
+    if ((unsigned long long)d->width * d->height >= (1ull << 32)) /* vx_fit_pick_pixel's 32-bit pixel index */
+        return vx_error("fit: %dx%d photos are too large to sample", d->width, d->height);
+    cudaFree(g->d_images); cudaFree(g->d_cams);
+    g->d_images = NULL; g->d_cams = NULL; g->views = 0;
+    size_t px = (size_t)d->n * d->width * d->height * 3;
+    VX_CUDA_CHECK(cudaMalloc((void **)&g->d_images, px * sizeof(float)));
+    VX_CUDA_CHECK(cudaMalloc((void **)&g->d_cams, (size_t)d->n * sizeof(vx_camera)));
+    VX_CUDA_CHECK(cudaMemcpy(g->d_images, d->rgb, px * sizeof(float), cudaMemcpyHostToDevice));
+    VX_CUDA_CHECK(cudaMemcpy(g->d_cams, d->cams, (size_t)d->n * sizeof(vx_camera), cudaMemcpyHostToDevice));
+    g->views = d->n; g->vw = d->width; g->vh = d->height;
+    return 0;
+}
+
+/* Launch version 2 for this model's SH degree. */
+static int vx__rays_v2(vx_fit_cuda *g, const vx_fit_ray_src *src, int n, float *d_rgb) {
+    int bs = 128;
+    unsigned blocks = vx_ceil_div((size_t)n, bs);
+    float scale = 1.0f / (3.0f * (float)n);
+    const unsigned char *occ = g->m.mp.occ_b ? g->d_occ : NULL;
+    float *wmax = g->m.track_wmax ? g->d_wmax : NULL;
+    VX_CUDA_CHECK(cudaMemset(g->d_sum, 0, sizeof(double)));
+    switch (g->m.sh_degree) {
+    case 0: vx_fit_rays_v2_kernel<0><<<blocks, bs>>>(g->m.mp, g->d_data, occ, *src, n, scale, g->d_grad, wmax, d_rgb, g->d_sum); break;
+    case 1: vx_fit_rays_v2_kernel<1><<<blocks, bs>>>(g->m.mp, g->d_data, occ, *src, n, scale, g->d_grad, wmax, d_rgb, g->d_sum); break;
+    case 2: vx_fit_rays_v2_kernel<2><<<blocks, bs>>>(g->m.mp, g->d_data, occ, *src, n, scale, g->d_grad, wmax, d_rgb, g->d_sum); break;
+    case 3: vx_fit_rays_v2_kernel<3><<<blocks, bs>>>(g->m.mp, g->d_data, occ, *src, n, scale, g->d_grad, wmax, d_rgb, g->d_sum); break;
+    default: return vx_error("fit: SH degree %d has no CUDA kernel", g->m.sh_degree);
+    }
+    VX_LAUNCH_CHECK("vx_fit_rays_v2_kernel");
+    return 0;
+}
+
 extern "C" int vx_fit_rays_backward_cuda(vx_fit_cuda *g, const vx_fit_batch *b, float *out_rgb, double *loss) {
     if (b->n > g->max_batch) return vx_error("fit: batch of %d rays exceeds the CUDA buffers (%d)", b->n, g->max_batch);
+    double t0 = 0.0;
+    vx__prof_start(g, &t0);
     size_t bytes = (size_t)b->n * 3 * sizeof(float);
     VX_CUDA_CHECK(cudaMemcpy(g->d_origin, b->origin, bytes, cudaMemcpyHostToDevice));
     VX_CUDA_CHECK(cudaMemcpy(g->d_dir, b->dir, bytes, cudaMemcpyHostToDevice));
     VX_CUDA_CHECK(cudaMemcpy(g->d_target, b->target, bytes, cudaMemcpyHostToDevice));
-    int bs = 128;
-    vx_fit_rays_backward_kernel<<<vx_ceil_div((size_t)b->n, bs), bs>>>(
-        g->m.mp, g->d_data, g->m.mp.occ_b ? g->d_occ : NULL, g->d_origin, g->d_dir, g->d_target, b->n,
-        1.0f / (3.0f * (float)b->n), g->d_grad, g->d_wmax, g->d_rgb, g->d_loss);
-    VX_LAUNCH_CHECK("vx_fit_rays_backward_kernel");
-    VX_CUDA_CHECK(cudaMemcpy(g->h_loss, g->d_loss, (size_t)b->n * sizeof(float), cudaMemcpyDeviceToHost));
+    if (g->version == 2) {
+        vx_fit_ray_src src;
+        memset(&src, 0, sizeof src);
+        src.origin = g->d_origin; src.dir = g->d_dir; src.target = g->d_target;
+        if (vx__rays_v2(g, &src, b->n, g->d_rgb)) return -1;
+        VX_CUDA_CHECK(cudaMemcpy(loss, g->d_sum, sizeof(double), cudaMemcpyDeviceToHost));
+    } else {
+        int bs = 128;
+        vx_fit_rays_backward_kernel<<<vx_ceil_div((size_t)b->n, bs), bs>>>(
+            g->m.mp, g->d_data, g->m.mp.occ_b ? g->d_occ : NULL, g->d_origin, g->d_dir, g->d_target, b->n,
+            1.0f / (3.0f * (float)b->n), g->d_grad, g->m.track_wmax ? g->d_wmax : NULL, g->d_rgb, g->d_loss);
+        VX_LAUNCH_CHECK("vx_fit_rays_backward_kernel");
+        VX_CUDA_CHECK(cudaMemcpy(g->h_loss, g->d_loss, (size_t)b->n * sizeof(float), cudaMemcpyDeviceToHost));
+        double s = 0.0;
+        for (int r = 0; r < b->n; r++) s += g->h_loss[r];
+        *loss = s;
+    }
     if (out_rgb) VX_CUDA_CHECK(cudaMemcpy(out_rgb, g->d_rgb, bytes, cudaMemcpyDeviceToHost));
-    double s = 0.0;
-    for (int r = 0; r < b->n; r++) s += g->h_loss[r];
-    *loss = s;
+    vx__prof_stop(g, 0, t0);
+    return 0;
+}
+
+extern "C" int vx_fit_rays_sampled_cuda(vx_fit_cuda *g, int n, uint64_t seed, double *loss) {
+    if (!g->d_images) return vx_error("fit: no training views on the device (vx_fit_cuda_set_views)");
+    if (n < 1 || n > (1 << 26)) return vx_error("fit: batch of %d rays is outside 1..%d", n, 1 << 26);
+    double t0 = 0.0;
+    vx__prof_start(g, &t0);
+    vx_fit_ray_src src;
+    memset(&src, 0, sizeof src);
+    src.images = g->d_images; src.cams = g->d_cams;
+    src.views = g->views; src.w = g->vw; src.h = g->vh;
+    src.seed = seed;
+    if (vx__rays_v2(g, &src, n, NULL)) return -1;
+    VX_CUDA_CHECK(cudaMemcpy(loss, g->d_sum, sizeof(double), cudaMemcpyDeviceToHost));
+    vx__prof_stop(g, 0, t0);
+    return 0;
+}
+
+extern "C" int vx_fit_render_cuda(vx_fit_cuda *g, const vx_camera *c, float *rgb) {
+    size_t n = (size_t)c->width * c->height * 3;
+    if (n > g->render_cap) {
+        cudaFree(g->d_render);
+        g->d_render = NULL;
+        g->render_cap = 0;
+        VX_CUDA_CHECK(cudaMalloc((void **)&g->d_render, n * sizeof(float)));
+        g->render_cap = n;
+    }
+    dim3 bs(16, 8), grid(vx_ceil_div((size_t)c->width, 16), vx_ceil_div((size_t)c->height, 8));
+    const unsigned char *occ = g->m.mp.occ_b ? g->d_occ : NULL;
+    switch (g->m.sh_degree) {
+    case 0: vx_fit_render_kernel<0><<<grid, bs>>>(g->m.mp, g->d_data, occ, *c, g->d_render); break;
+    case 1: vx_fit_render_kernel<1><<<grid, bs>>>(g->m.mp, g->d_data, occ, *c, g->d_render); break;
+    case 2: vx_fit_render_kernel<2><<<grid, bs>>>(g->m.mp, g->d_data, occ, *c, g->d_render); break;
+    case 3: vx_fit_render_kernel<3><<<grid, bs>>>(g->m.mp, g->d_data, occ, *c, g->d_render); break;
+    default: return vx_error("fit: SH degree %d has no CUDA kernel", g->m.sh_degree);
+    }
+    VX_LAUNCH_CHECK("vx_fit_render_kernel");
+    VX_CUDA_CHECK(cudaMemcpy(rgb, g->d_render, n * sizeof(float), cudaMemcpyDeviceToHost));
     return 0;
 }
 
 extern "C" int vx_fit_tv_backward_cuda(vx_fit_cuda *g, float w_sigma, float w_sh, float fraction, uint64_t seed,
                                        float eps, double *term) {
-    size_t nv = vx__nv(&g->m);
-    float *d_term = NULL, *h_term = NULL;
-    VX_CUDA_CHECK(cudaMalloc((void **)&d_term, nv * sizeof(float)));
-    int rc = -1;
-    cudaError_t e = cudaMemset(d_term, 0, nv * sizeof(float));
-    if (e == cudaSuccess) {
-        int bs = 256;
-        vx_fit_tv_kernel<<<vx_ceil_div(nv, bs), bs>>>(g->d_data, g->d_grad, g->d_alive, g->m.nx, g->m.ny, g->m.nz,
-                                                      g->m.nc, w_sigma, w_sh, fraction, seed, eps, d_term);
-        e = cudaGetLastError();
-    }
-    h_term = (float *)malloc(nv * sizeof(float));
-    if (e == cudaSuccess && h_term) e = cudaMemcpy(h_term, d_term, nv * sizeof(float), cudaMemcpyDeviceToHost);
-    if (e != cudaSuccess) vx_error("%s:%d: TV kernel: %s", __FILE__, __LINE__, cudaGetErrorString(e));
-    else if (!h_term) vx_error("out of memory reading back the TV term");
-    else {
-        double s = 0.0;
-        for (size_t i = 0; i < nv; i++) s += h_term[i];
-        *term = s;
-        rc = 0;
-    }
-    free(h_term);
-    cudaFree(d_term);
-    return rc;
+    if (!g->n_active) { if (term) *term = 0.0; return 0; }
+    double t0 = 0.0;
+    vx__prof_start(g, &t0);
+    double *d_term = term ? g->d_sum + 1 : NULL;
+    if (d_term) VX_CUDA_CHECK(cudaMemset(d_term, 0, sizeof(double)));
+    int bs = 256;
+    vx_fit_tv_kernel<<<vx_ceil_div(g->n_active, bs), bs>>>(g->d_data, g->d_grad, g->d_active, g->n_active, g->m.nx,
+                                                            g->m.ny, g->m.nz, g->m.nc, w_sigma, w_sh, fraction, seed,
+                                                            eps, d_term);
+    VX_LAUNCH_CHECK("vx_fit_tv_kernel");
+    if (term) VX_CUDA_CHECK(cudaMemcpy(term, d_term, sizeof(double), cudaMemcpyDeviceToHost));
+    vx__prof_stop(g, 1, t0);
+    return 0;
 }
 
 extern "C" int vx_fit_adam_step_cuda(vx_fit_cuda *g, const vx_fit_hparams *h, float lr_sigma, float lr_sh) {
     g->m.t++;
     float bc1 = (float)(1.0 - pow(h->beta1, (double)g->m.t)), bc2 = (float)(1.0 - pow(h->beta2, (double)g->m.t));
-    size_t n = vx__nv(&g->m) * g->m.nc;
-    int bs = 256;
-    vx_fit_adam_kernel<<<vx_ceil_div(n, bs), bs>>>(g->d_data, g->d_m, g->d_v, g->d_grad, g->d_alive, n, g->m.nc,
-                                                   lr_sigma, lr_sh, h->beta1, h->beta2, h->eps, bc1, bc2);
+    if (!g->n_active) return 0;
+    double t0 = 0.0;
+    vx__prof_start(g, &t0);
+    int bs = 128;
+    vx_fit_adam_kernel<<<vx_ceil_div(g->n_active, bs), bs>>>(g->d_data, g->d_m, g->d_v, g->d_grad, g->d_active,
+                                                             (unsigned)g->n_active, g->m.nc, lr_sigma, lr_sh, h->beta1,
+                                                             h->beta2, h->eps, bc1, bc2, h->lazy);
     VX_LAUNCH_CHECK("vx_fit_adam_kernel");
+    vx__prof_stop(g, 2, t0);
     return 0;
 }
 
@@ -269,53 +488,104 @@ extern "C" int vx_fit_occupancy_cuda(vx_fit_cuda *g, int cell) {
     vx_march_params *mp = &g->m.mp;
     int n[3] = {g->m.nx, g->m.ny, g->m.nz};
     if (cell < 1) return vx_error("fit: occupancy cell %d must be >= 1", cell);
+    double t0 = 0.0;
+    vx__prof_start(g, &t0);
     for (int a = 0; a < 3; a++) mp->occ_n[a] = n[a] > 1 ? (n[a] - 1) / cell + 1 : 1;
     size_t count = (size_t)mp->occ_n[0] * mp->occ_n[1] * mp->occ_n[2];
     if (count != g->occ_count) {
         cudaFree(g->d_occ);
         g->d_occ = NULL;
+        g->occ_count = 0;
         VX_CUDA_CHECK(cudaMalloc((void **)&g->d_occ, count));
         g->occ_count = count;
     }
     mp->occ_b = cell;
-    if (vx_occupancy_build_cuda(g->d_data, 0, mp, g->d_occ)) return -1;
+    VX_CUDA_CHECK(cudaMemset(g->d_occ, 0, count));
+    if (g->n_active) {
+        int bs = 256;
+        vx_fit_occ_kernel<<<vx_ceil_div(g->n_active, bs), bs>>>(g->d_data, g->d_active, g->n_active, g->m.nx, g->m.ny,
+                                                                 g->m.nc, cell, mp->occ_n[0], mp->occ_n[1],
+                                                                 mp->occ_n[2], g->d_occ);
+        VX_LAUNCH_CHECK("vx_fit_occ_kernel");
+    }
+    vx__prof_stop(g, 3, t0);
+    return 0;
+}
+
+extern "C" int vx_fit_cuda_occupancy(const vx_fit_cuda *g, unsigned char *occ, size_t count) {
+    if (!g->d_occ || count != g->occ_count)
+        return vx_error("fit: the device occupancy grid has %zu cells, not %zu", g->occ_count, count);
+    VX_CUDA_CHECK(cudaMemcpy(occ, g->d_occ, count, cudaMemcpyDeviceToHost));
     return 0;
 }
 
 extern "C" int vx_fit_prune_cuda(vx_fit_cuda *g, float thresh, size_t *pruned) {
     size_t nv = vx__nv(&g->m);
     unsigned long long count = 0;
-    VX_CUDA_CHECK(cudaMemset(g->d_count, 0, sizeof count));
-    int bs = 256;
-    vx_fit_prune_kernel<<<vx_ceil_div(nv, bs), bs>>>(g->d_data, g->d_m, g->d_v, g->d_alive, g->d_wmax, nv, g->m.nc,
-                                                     thresh, g->d_count);
-    VX_LAUNCH_CHECK("vx_fit_prune_kernel");
-    VX_CUDA_CHECK(cudaMemcpy(&count, g->d_count, sizeof count, cudaMemcpyDeviceToHost));
+    if (thresh > 0.0f && g->n_active) {
+        VX_CUDA_CHECK(cudaMemset(g->d_count, 0, sizeof count));
+        int bs = 256;
+        vx_fit_prune_kernel<<<vx_ceil_div(g->n_active, bs), bs>>>(g->d_data, g->d_m, g->d_v, g->d_alive, g->d_wmax,
+                                                                   g->d_active, g->n_active, g->m.nc, thresh,
+                                                                   g->d_count);
+        VX_LAUNCH_CHECK("vx_fit_prune_kernel");
+        VX_CUDA_CHECK(cudaMemcpy(&count, g->d_count, sizeof count, cudaMemcpyDeviceToHost));
+        if (count && vx__compact(g)) return -1;
+    }
+    VX_CUDA_CHECK(cudaMemset(g->d_wmax, 0, nv * sizeof(float)));
     *pruned = (size_t)count;
     return 0;
 }
 
-extern "C" int vx_fit_upsample_cuda(vx_fit_cuda *g, const int res[3]) {
+extern "C" int vx_fit_alive_bounds_cuda(vx_fit_cuda *g, int lo[3], int hi[3], size_t *alive) {
+    *alive = g->n_active;
+    if (!g->n_active) return 0;
+    int init[6] = {2147483647, 2147483647, 2147483647, -1, -1, -1}, b[6];
+    VX_CUDA_CHECK(cudaMemcpy(g->d_bounds, init, sizeof init, cudaMemcpyHostToDevice));
+    int bs = 256;
+    vx_fit_bounds_kernel<<<vx_ceil_div(g->n_active, bs), bs>>>(g->d_active, g->n_active, g->m.nx, g->m.ny, g->d_bounds);
+    VX_LAUNCH_CHECK("vx_fit_bounds_kernel");
+    VX_CUDA_CHECK(cudaMemcpy(b, g->d_bounds, sizeof b, cudaMemcpyDeviceToHost));
+    for (int a = 0; a < 3; a++) { lo[a] = b[a]; hi[a] = b[3 + a]; }
+    return 0;
+}
+
+extern "C" int vx_fit_resample_cuda(vx_fit_cuda *g, const double lo[3], const double hi[3], const int res[3]) {
+    size_t nv;
+    for (int a = 0; a < 3; a++)
+        if (!(hi[a] > lo[a])) return vx_error("fit: resample box is empty on axis %d", a);
+    if (res[0] < 1 || res[1] < 1 || res[2] < 1 || res[0] > 4096 || res[1] > 4096 || res[2] > 4096 ||
+        vx_mul_size4((size_t)res[0], (size_t)res[1], (size_t)res[2], (size_t)g->m.nc, &nv) ||
+        nv > VX_MAX_GRID_BYTES / sizeof(float))
+        return vx_error("fit: cannot resample to %dx%dx%d", res[0], res[1], res[2]);
+    float a[3], b[3];
+    vx_fit_resample_map(&g->m, lo, hi, res, a, b);
     vx_fit_cuda old = *g;
     g->m.nx = res[0]; g->m.ny = res[1]; g->m.nz = res[2];
+    memcpy(g->m.box_lo, lo, sizeof g->m.box_lo);
+    memcpy(g->m.box_hi, hi, sizeof g->m.box_hi);
     g->d_data = g->d_grad = g->d_m = g->d_v = g->d_wmax = NULL;
     g->d_alive = g->d_occ = NULL;
-    g->occ_count = 0;
-    size_t nv;
-    if (res[0] < 1 || res[1] < 1 || res[2] < 1 || vx_mul_size4((size_t)res[0], (size_t)res[1], (size_t)res[2], (size_t)g->m.nc, &nv) ||
-        nv > VX_MAX_GRID_BYTES / sizeof(float)) {
+    g->d_active = NULL;
+    g->occ_count = g->n_active = 0;
+    if (vx__alloc_grid(g)) {
+        vx__free_grid(g);
         *g = old;
-        return vx_error("fit: cannot upsample to %dx%dx%d", res[0], res[1], res[2]);
+        return -1;
     }
-    if (vx__alloc_grid(g)) { vx__free_grid(g); *g = old; return -1; }
     int bs = 256;
-    vx_fit_upsample_kernel<<<vx_ceil_div(vx__nv(&g->m), bs), bs>>>(old.d_data, old.d_alive, old.m.nx, old.m.ny,
+    vx_fit_resample_kernel<<<vx_ceil_div(vx__nv(&g->m), bs), bs>>>(old.d_data, old.d_alive, old.m.nx, old.m.ny,
                                                                    old.m.nz, g->d_data, g->d_alive, g->m.nx, g->m.ny,
-                                                                   g->m.nz, g->m.nc);
+                                                                   g->m.nz, g->m.nc, a[0], a[1], a[2], b[0], b[1], b[2]);
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
     vx__free_grid(&old);
-    if (e != cudaSuccess) return vx_error("%s:%d: vx_fit_upsample_kernel: %s", __FILE__, __LINE__, cudaGetErrorString(e));
+    if (e != cudaSuccess) return vx_error("%s:%d: vx_fit_resample_kernel: %s", __FILE__, __LINE__, cudaGetErrorString(e));
     g->m.mp.occ_b = 0;
+    if (vx__compact(g)) return -1;
     return vx_fit_update_params(&g->m, g->m.mp.stop);
+}
+
+extern "C" int vx_fit_upsample_cuda(vx_fit_cuda *g, const int res[3]) {
+    return vx_fit_resample_cuda(g, g->m.box_lo, g->m.box_hi, res);
 }

@@ -22,6 +22,7 @@ void vx_fit_config_default(vx_fit_config *c) {
     memset(c, 0, sizeof *c);
     c->stages = 1;
     c->res[0][0] = c->res[0][1] = c->res[0][2] = 128;
+    c->crop = 1; /* stage_end all 0: equal shares */
     c->iters = 2000;
     c->batch = 4096;
     c->seed = 1;
@@ -105,53 +106,6 @@ static int vx__write_pair(const char *path, const float *photo, const vx_frame *
     return rc;
 }
 
-/* Mean PSNR over the first `views` views of d, rendered by the normal renderer on the
- * training backend; renders go to dir/iter_N_vK.png if dir. */
-static int vx__validate(const vx_fit_model *f, int use_cuda, const vx_dataset *d, int views, const char *dir,
-                        int iter, double *psnr) {
-    double sum = 0.0;
-    vx_scene s;
-    vx_render_opts o;
-    vx_renderer *r;
-    vx_fit_as_scene(f, &s);
-    vx_render_opts_default(&o);
-    if (vx_renderer_create(&r, &s, &o, use_cuda ? VX_BACKEND_CUDA : VX_BACKEND_CPU)) return -1;
-    views = vx_mini(views, d->n);
-    int rc = 0;
-    for (int v = 0; v < views && !rc; v++) {
-        vx_frame fr;
-        if (vx_frame_alloc(&fr, d->width, d->height, 0)) { rc = -1; break; }
-        rc = vx_renderer_render(r, &d->cams[v], &fr);
-        if (!rc) sum += vx_psnr(fr.rgb, vx_dataset_image(d, v), (size_t)d->width * d->height * 3);
-        if (!rc && dir) {
-            char name[64], path[4200];
-            snprintf(name, sizeof name, "iter_%06d_v%d.png", iter, v);
-            vx_path_join(dir, name, path, sizeof path);
-            rc = vx_mkdirs_for(path) || vx__write_pair(path, vx_dataset_image(d, v), &fr) ? -1 : 0;
-        }
-        vx_frame_free(&fr);
-    }
-    vx_renderer_destroy(r);
-    if (!rc) *psnr = views ? sum / views : NAN;
-    return rc;
-}
-
-/* ---- the training loop -------------------------------------------------------------------- */
-
-static void vx__sample_batch(const vx_dataset *d, vx_fit_batch *b, uint64_t *rng) {
-    size_t per = (size_t)d->width * d->height;
-    for (int r = 0; r < b->n; r++) {
-        int v = (int)(vx_splitmix64(rng) % (uint64_t)d->n);
-        size_t p = (size_t)(vx_splitmix64(rng) % per);
-        int i = (int)(p / d->width), j = (int)(p % d->width);
-        vx_vec3 o, dir;
-        vx_camera_ray(&d->cams[v], (float)j + 0.5f, (float)i + 0.5f, &o, &dir);
-        b->origin[3 * r] = o.x; b->origin[3 * r + 1] = o.y; b->origin[3 * r + 2] = o.z;
-        b->dir[3 * r] = dir.x; b->dir[3 * r + 1] = dir.y; b->dir[3 * r + 2] = dir.z;
-        memcpy(b->target + 3 * r, vx_dataset_image(d, v) + 3 * ((size_t)i * d->width + j), 3 * sizeof(float));
-    }
-}
-
 /* The steps on the chosen backend: g == NULL runs the vx_fit_*_cpu functions on f, else
  * their vx_fit_*_cuda twins on the device copy (f is refreshed by vx__sync). */
 typedef struct {
@@ -165,35 +119,101 @@ typedef struct {
 #define VX__ON_GPU(t) 0
 #endif
 
-/* Bring the parameters to the host (for rendering and writing; the moments and the
- * gradient stay on the device). */
+/* The model's metadata wherever it lives (the device's after a resample there). */
+static const vx_fit_model *vx__meta(const vx__trainer *t) { return VX__ON_GPU(t) ? vx_fit_cuda_model(t->g) : t->f; }
+
+/* Bring the parameters to the host (for writing; the moments and the gradient stay on the
+ * device). */
 static int vx__sync(vx__trainer *t) { return VX__ON_GPU(t) ? vx_fit_cuda_download_params(t->g, t->f) : 0; }
 
-static int vx__params(vx__trainer *t, float stop) {
-    if (vx_fit_update_params(t->f, stop)) return -1;
-    return VX__ON_GPU(t) ? vx_fit_update_params_cuda(t->g, stop) : 0;
+/* Render view v of d from the current model into fr (allocated here): on the device with
+ * the fit's own forward kernel, or with the CPU renderer. */
+static int vx__render_model(vx__trainer *t, const vx_fit_config *cfg, const vx_dataset *d, int v, vx_frame *fr) {
+    if (!VX__ON_GPU(t)) return vx_fit_render_view(t->f, d, v, fr);
+    if (vx_frame_alloc(fr, d->width, d->height, 0)) return -1;
+    if ((cfg->occ_cell > 0 && vx_fit_occupancy_cuda(t->g, cfg->occ_cell)) ||
+        vx_fit_render_cuda(t->g, &d->cams[v], fr->rgb)) {
+        vx_frame_free(fr);
+        return -1;
+    }
+    return 0;
 }
 
-static int vx__prune_upsample(vx__trainer *t, float thresh, const int res[3], float stop, size_t *pruned) {
-    if (VX__ON_GPU(t))
-        return vx_fit_prune_cuda(t->g, thresh, pruned) || vx_fit_upsample_cuda(t->g, res) ||
-               vx_fit_update_params_cuda(t->g, stop) || vx__sync(t) || vx_fit_update_params(t->f, stop) ? -1 : 0;
+/* Mean PSNR over the first `views` views of d; renders go to dir/iter_N_vK.png if dir. */
+static int vx__validate(vx__trainer *t, const vx_fit_config *cfg, const vx_dataset *d, int views, const char *dir,
+                        int iter, double *psnr) {
+    double sum = 0.0;
+    views = vx_mini(views, d->n);
+    int rc = 0;
+    for (int v = 0; v < views && !rc; v++) {
+        vx_frame fr;
+        if (vx__render_model(t, cfg, d, v, &fr)) { rc = -1; break; }
+        sum += vx_psnr(fr.rgb, vx_dataset_image(d, v), (size_t)d->width * d->height * 3);
+        if (dir) {
+            char name[64], path[4200];
+            snprintf(name, sizeof name, "iter_%06d_v%d.png", iter, v);
+            vx_path_join(dir, name, path, sizeof path);
+            rc = vx_mkdirs_for(path) || vx__write_pair(path, vx_dataset_image(d, v), &fr) ? -1 : 0;
+        }
+        vx_frame_free(&fr);
+    }
+    if (!rc) *psnr = views ? sum / views : NAN;
+    return rc;
+}
+
+/* ---- the training loop -------------------------------------------------------------------- */
+
+static void vx__track_weights(vx__trainer *t, int on) {
+    t->f->track_wmax = on;
+#ifdef VX_HAVE_CUDA
+    if (t->g) vx_fit_track_weights_cuda(t->g, on);
+#endif
+}
+
+static int vx__prune(vx__trainer *t, float thresh, size_t *pruned) {
+    if (VX__ON_GPU(t)) return vx_fit_prune_cuda(t->g, thresh, pruned);
     *pruned = vx_fit_prune_cpu(t->f, thresh);
-    return vx_fit_upsample_cpu(t->f, res) || vx_fit_update_params(t->f, stop) ? -1 : 0;
+    return 0;
 }
 
-static int vx__step(vx__trainer *t, const vx_fit_config *cfg, const vx_fit_batch *b, float decay, uint64_t tv_seed,
-                    double *loss) {
+/* The stage change: prune, then resample to the next stage's lattice: the same box at
+ * res, or (crop) the box of the alive voxels at the voxel size edge0 / res[0]. */
+static int vx__next_stage(vx__trainer *t, const vx_fit_config *cfg, int stage, double edge0, size_t *pruned) {
+    if (vx__prune(t, cfg->hp.prune_weight, pruned)) return -1;
+    const int *res = cfg->res[stage];
+    const vx_fit_model *m = vx__meta(t);
+    if (!cfg->crop) {
+        if (VX__ON_GPU(t)) return vx_fit_upsample_cuda(t->g, res);
+        return vx_fit_upsample_cpu(t->f, res);
+    }
+    int ilo[3], ihi[3], nres[3];
+    size_t alive;
+    double lo[3], hi[3];
+    if (VX__ON_GPU(t)) {
+        if (vx_fit_alive_bounds_cuda(t->g, ilo, ihi, &alive)) return -1;
+    } else {
+        alive = vx_fit_alive_bounds_cpu(t->f, ilo, ihi);
+    }
+    if (!alive) return vx_error("fit: pruning removed every voxel (no training ray saw any density); "
+                                "check the dataset's poses and --bbox");
+    if (vx_fit_crop_box(m, ilo, ihi, 2, edge0 / res[0], lo, hi, nres)) return -1;
+    if (VX__ON_GPU(t)) return vx_fit_resample_cuda(t->g, lo, hi, nres);
+    return vx_fit_resample_cpu(t->f, lo, hi, nres);
+}
+
+static int vx__step(vx__trainer *t, const vx_fit_config *cfg, const vx_dataset *train, vx_fit_batch *b, float decay,
+                    uint64_t ray_seed, uint64_t tv_seed, double *loss) {
     const vx_fit_hparams *h = &cfg->hp;
     int tv = h->tv_sigma > 0 || h->tv_sh > 0;
     if (VX__ON_GPU(t)) {
-        double term;
+        /* the Adam step clears the gradient it consumed: no full-array zeroing per step */
         if (cfg->occ_cell > 0 && vx_fit_occupancy_cuda(t->g, cfg->occ_cell)) return -1;
-        if (vx_fit_zero_grad_cuda(t->g) || vx_fit_rays_backward_cuda(t->g, b, NULL, loss)) return -1;
-        if (tv && vx_fit_tv_backward_cuda(t->g, h->tv_sigma, h->tv_sh, h->tv_fraction, tv_seed, h->tv_eps, &term))
+        if (vx_fit_rays_sampled_cuda(t->g, cfg->batch, ray_seed, loss)) return -1;
+        if (tv && vx_fit_tv_backward_cuda(t->g, h->tv_sigma, h->tv_sh, h->tv_fraction, tv_seed, h->tv_eps, NULL))
             return -1;
         return vx_fit_adam_step_cuda(t->g, h, h->lr_sigma * decay, h->lr_sh * decay);
     }
+    vx_fit_sample_batch(train, ray_seed, b);
     if (cfg->occ_cell > 0 && vx_fit_occupancy_cpu(t->f, cfg->occ_cell)) return -1;
     vx_fit_zero_grad_cpu(t->f);
     *loss = vx_fit_rays_backward_cpu(t->f, b, NULL);
@@ -202,58 +222,118 @@ static int vx__step(vx__trainer *t, const vx_fit_config *cfg, const vx_fit_batch
     return 0;
 }
 
+/* Progress at which stage s ends (stage_end 0: equal shares). */
+static double vx__stage_end(const vx_fit_config *cfg, int s) {
+    if (s >= cfg->stages - 1) return 1.0;
+    return cfg->stage_end[s] > 0 ? cfg->stage_end[s] : (double)(s + 1) / cfg->stages;
+}
+
+/* Stage of progress p: the first whose end lies beyond p. */
+static int vx__stage_at(const vx_fit_config *cfg, double p) {
+    for (int s = 0; s < cfg->stages - 1; s++)
+        if (p < vx__stage_end(cfg, s)) return s;
+    return cfg->stages - 1;
+}
+
 int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *train, const vx_dataset *val,
                  vx_fit_stats *st) {
     memset(st, 0, sizeof *st);
     st->val_psnr = NAN;
     if (cfg->stages < 1 || cfg->stages > VX_FIT_MAX_STAGES) return vx_error("fit: %d stages is outside 1..%d", cfg->stages, VX_FIT_MAX_STAGES);
     if (cfg->iters < 1 || cfg->batch < 1) return vx_error("fit: iterations and batch must be >= 1");
+    for (int s = 0; s + 1 < cfg->stages; s++)
+        if (!(vx__stage_end(cfg, s) > (s ? vx__stage_end(cfg, s - 1) : 0.0) && vx__stage_end(cfg, s) < 1.0))
+            return vx_error("fit: stage ends must rise strictly inside (0, 1)");
     vx_fit_batch b;
+    memset(&b, 0, sizeof b);
     vx__trainer t = {f, NULL};
     double t_start = vx_now(), t_train = 0.0, loss_acc = 0.0;
+    double edge0 = fmax(f->box_hi[0] - f->box_lo[0], fmax(f->box_hi[1] - f->box_lo[1], f->box_hi[2] - f->box_lo[2]));
     long long rays = 0;
-    if (vx_fit_batch_alloc(&b, cfg->batch)) return -1;
     int rc = -1;
     if (cfg->use_cuda) {
 #ifdef VX_HAVE_CUDA
-        if (vx_fit_cuda_create(&t.g, f, cfg->batch)) goto done;
+        if (vx_fit_cuda_create(&t.g, f, cfg->batch) || vx_fit_cuda_set_views(t.g, train)) goto done;
 #else
         vx_error("fit: this voxray was built without CUDA");
         goto done;
 #endif
+    } else if (vx_fit_batch_alloc(&b, cfg->batch)) {
+        return -1;
     }
-    if (vx__params(&t, cfg->stop)) goto done;
+    if (vx_fit_update_params(f, cfg->stop)) goto done;
+#ifdef VX_HAVE_CUDA
+    if (t.g && vx_fit_update_params_cuda(t.g, cfg->stop)) goto done;
+#endif
     uint64_t rng = cfg->seed * 0x2545F4914F6CDD1Dull + 1;
-    int stage = 0, reset_done = -1, win = 20;
+    int stage = 0, win = 20, it_log = 0;
+    double t_log = -1e9;
     static const double checkpoints[5] = {15, 30, 60, 120, 300};
+    vx__track_weights(&t, 0);
     for (int it = 1; it <= cfg->iters; it++) {
         /* progress p in [0,1) drives the schedule: the iteration fraction, or the fraction of
          * --max-seconds when a time budget is set (then the run ends on the clock) */
         double p = cfg->max_seconds > 0 ? fmin(t_train / cfg->max_seconds, 0.999999)
                                         : (double)(it - 1) / (double)cfg->iters;
-        /* coarse to fine: stage s runs while p is in [s/S, (s+1)/S) */
-        int want = vx_mini((int)(p * cfg->stages), cfg->stages - 1);
+        int want = vx__stage_at(cfg, p);
         if (want > stage) {
             size_t pr = 0;
+            double ts = vx_now();
             stage = want;
-            if (vx__prune_upsample(&t, cfg->hp.prune_weight, cfg->res[stage], cfg->stop, &pr)) goto done;
+            vx__track_weights(&t, 0);
+            if (vx__next_stage(&t, cfg, stage, edge0, &pr)) goto done;
+            t_train += vx_now() - ts; /* the stage change is training time */
             st->pruned += pr;
+            const vx_fit_model *m = vx__meta(&t);
             if (cfg->log_every)
-                printf("fit: stage %d: pruned %zu voxels, upsampled to %dx%dx%d\n", stage + 1, pr, f->nx, f->ny, f->nz);
+                printf("fit: stage %d: pruned %zu voxels, resampled to %dx%dx%d in [%.3f %.3f %.3f] - [%.3f %.3f %.3f] "
+                       "(%.2f s)\n", stage + 1, pr, m->nx, m->ny, m->nz, m->box_lo[0], m->box_lo[1], m->box_lo[2],
+                       m->box_hi[0], m->box_hi[1], m->box_hi[2], vx_now() - ts);
         }
         /* pruning looks at the weights of the last quarter of the stage only: early on every
          * voxel still holds the initial density and is seen by some ray */
-        if (stage + 1 < cfg->stages && reset_done < stage && p >= (stage + 0.75) / cfg->stages) {
-            size_t none;
-            reset_done = stage;
-            if (VX__ON_GPU(&t) ? vx_fit_prune_cuda(t.g, 0.0f, &none) : (vx_fit_prune_cpu(f, 0.0f), 0)) goto done;
+        if (stage + 1 < cfg->stages && !vx__meta(&t)->track_wmax) {
+            double s0 = stage ? vx__stage_end(cfg, stage - 1) : 0.0, s1 = vx__stage_end(cfg, stage);
+            if (p >= s0 + 0.75 * (s1 - s0)) {
+                size_t none;
+                if (vx__prune(&t, 0.0f, &none)) goto done; /* resets the max weights */
+                vx__track_weights(&t, 1);
+            }
         }
         double t0 = vx_now(), loss;
         float decay = powf(cfg->hp.lr_final_factor, (float)p);
-        vx__sample_batch(train, &b, &rng);
-        if (vx__step(&t, cfg, &b, decay, vx_splitmix64(&rng), &loss)) goto done;
-        t_train += vx_now() - t0;
-        rays += b.n;
+        uint64_t ray_seed = vx_splitmix64(&rng), tv_seed = vx_splitmix64(&rng);
+        /* every 20th step on the device is timed kernel by kernel (the waits cost little) */
+        int prof = VX__ON_GPU(&t) && it % 20 == 0;
+#ifdef VX_HAVE_CUDA
+        if (t.g) vx_fit_cuda_profile(t.g, prof);
+#endif
+        if (vx__step(&t, cfg, train, &b, decay, ray_seed, tv_seed, &loss)) goto done;
+        double dt = vx_now() - t0;
+        t_train += dt;
+        rays += cfg->batch;
+        st->stage[stage].seconds += dt;
+        st->stage[stage].rays += cfg->batch;
+        st->stage[stage].steps++;
+#ifdef VX_HAVE_CUDA
+        if (prof) {
+            double ms[4];
+            vx_fit_cuda_timings(t.g, ms);
+            for (int k = 0; k < 4; k++) st->stage[stage].prof_ms[k] += ms[k];
+            st->stage[stage].prof_steps++;
+        }
+#endif
+        {
+            const vx_fit_model *m = vx__meta(&t);
+            st->stage[stage].res[0] = m->nx; st->stage[stage].res[1] = m->ny; st->stage[stage].res[2] = m->nz;
+#ifdef VX_HAVE_CUDA
+            if (t.g) st->stage[stage].alive = vx_fit_cuda_alive(t.g);
+#endif
+            if (!VX__ON_GPU(&t) && (st->stage[stage].steps == 1 || (cfg->log_every && it % cfg->log_every == 0))) {
+                int lo[3], hi[3];
+                st->stage[stage].alive = vx_fit_alive_bounds_cpu(t.f, lo, hi);
+            }
+        }
         st->iters_done = it;
         if (!isfinite(loss)) { vx_error("fit: the loss became %g at iteration %d", loss, it); goto done; }
         if (it <= win) st->loss_first += (loss - st->loss_first) / it;
@@ -261,7 +341,7 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
         loss_acc += loss;
         if (cfg->time_curve && val && st->curve_n < 5 && t_train >= checkpoints[st->curve_n]) {
             double vp;
-            if (vx__sync(&t) || vx__validate(f, cfg->use_cuda, val, cfg->val_views, NULL, it, &vp)) goto done;
+            if (vx__validate(&t, cfg, val, cfg->val_views, NULL, it, &vp)) goto done;
             st->curve_s[st->curve_n] = checkpoints[st->curve_n];
             st->curve_psnr[st->curve_n++] = vp;
             printf("time-to-PSNR: %3.0f s of training (iteration %d): %.2f dB on %d held-out views\n",
@@ -269,16 +349,27 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
         }
         int last = it == cfg->iters || (cfg->max_seconds > 0 && t_train >= cfg->max_seconds);
         if (val && ((cfg->val_every > 0 && it % cfg->val_every == 0) || last))
-            if (vx__sync(&t) || vx__validate(f, cfg->use_cuda, val, cfg->val_views, cfg->val_dir, it, &st->val_psnr))
-                goto done;
-        if (cfg->log_every && (it % cfg->log_every == 0 || last)) {
-            int k = it % cfg->log_every ? it % cfg->log_every : cfg->log_every;
-            double l = loss_acc / k;
-            char vbuf[32];
+            if (vx__validate(&t, cfg, val, cfg->val_views, cfg->val_dir, it, &st->val_psnr)) goto done;
+        /* a progress line every log_every iterations, but at most one per 2 s of wall time */
+        if (cfg->log_every && ((it % cfg->log_every == 0 && vx_now() - t_log >= 2.0) || last)) {
+            double l = loss_acc / fmax(1, it - it_log);
+            it_log = it;
+            t_log = vx_now();
+            char vbuf[32], mbuf[64] = "";
             if (isnan(st->val_psnr)) snprintf(vbuf, sizeof vbuf, "   --");
             else snprintf(vbuf, sizeof vbuf, "%5.2f", st->val_psnr);
-            printf("iter %6d/%d  %dx%dx%d  loss %.5f (%.2f dB)  val %s dB  %.0f rays/s  %.1f s\n", it, cfg->iters,
-                   f->nx, f->ny, f->nz, l, vx_psnr_from_mse(l), vbuf, rays / fmax(t_train, 1e-9), vx_now() - t_start);
+            const vx_fit_model *m = vx__meta(&t);
+#ifdef VX_HAVE_CUDA
+            if (t.g) {
+                size_t used = vx_fit_cuda_mem_in_use();
+                st->peak_bytes = used > st->peak_bytes ? used : st->peak_bytes;
+                if (used > st->stage[stage].peak_bytes) st->stage[stage].peak_bytes = used;
+                snprintf(mbuf, sizeof mbuf, "  %zu alive  %.1f GiB", vx_fit_cuda_alive(t.g), used / 1073741824.0);
+            }
+#endif
+            printf("iter %6d/%d  %dx%dx%d  loss %.5f (%.2f dB)  val %s dB  %.0f rays/s  %.1f s%s\n", it, cfg->iters,
+                   m->nx, m->ny, m->nz, l, vx_psnr_from_mse(l), vbuf, rays / fmax(t_train, 1e-9), vx_now() - t_start,
+                   mbuf);
             fflush(stdout);
             loss_acc = 0.0;
         }
@@ -287,6 +378,21 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
     if (st->iters_done < cfg->iters && cfg->log_every)
         printf("fit: stopped after %d of %d iterations: --max-seconds %.0f reached\n", st->iters_done, cfg->iters,
                cfg->max_seconds);
+    if (cfg->log_every) {
+        printf("fit: per stage  %-14s %10s %8s %12s %s\n", "lattice", "alive", "seconds", "rays/s",
+               VX__ON_GPU(&t) ? "  ms/step: rays    TV  Adam   occ   GPU memory" : "");
+        for (int s = 0; s <= stage; s++) {
+            char lat[48], tail[160] = "";
+            snprintf(lat, sizeof lat, "%dx%dx%d", st->stage[s].res[0], st->stage[s].res[1], st->stage[s].res[2]);
+            int n = st->stage[s].prof_steps;
+            if (n)
+                snprintf(tail, sizeof tail, "          %6.2f %5.2f %5.2f %5.2f   %.1f GiB", st->stage[s].prof_ms[0] / n,
+                         st->stage[s].prof_ms[1] / n, st->stage[s].prof_ms[2] / n, st->stage[s].prof_ms[3] / n,
+                         st->stage[s].peak_bytes / 1073741824.0);
+            printf("fit:   stage %d  %-14s %10zu %8.1f %12.0f%s\n", s + 1, lat, st->stage[s].alive, st->stage[s].seconds,
+                   st->stage[s].rays / fmax(st->stage[s].seconds, 1e-9), tail);
+        }
+    }
     if (st->curve_n && cfg->log_every) {
         printf("time-to-PSNR:");
         for (int k = 0; k < st->curve_n; k++) printf("  %.0f s %.2f dB", st->curve_s[k], st->curve_psnr[k]);
@@ -296,6 +402,7 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
     rc = 0;
 done:
     st->seconds = vx_now() - t_start;
+    st->train_seconds = t_train;
     st->rays_per_s = rays / fmax(t_train, 1e-9);
 #ifdef VX_HAVE_CUDA
     vx_fit_cuda_destroy(t.g);
@@ -356,7 +463,14 @@ static void vx__fit_usage(FILE *o) {
             "out for validation unless --val-split names a split.\n"
             "\n"
             "  -o, --output DIR     scene directory to write\n"
-            "  --res R1[,R2..]      grid resolution per coarse-to-fine stage, up to %d (default 128)\n"
+            "  --res R1[,R2..]      voxels along each box edge per coarse-to-fine stage, up to %d\n"
+            "                       (default 128); after each stage the box shrinks to the voxels that\n"
+            "                       survived pruning, keeping the voxel size edge/R of the first box\n"
+            "  --stage-ends P1[,..] progress fractions at which each stage but the last ends\n"
+            "                       (default: equal shares)\n"
+            "  --no-crop            keep the whole box in every stage\n"
+            "  --dense-adam         update every alive parameter each step (default: only those\n"
+            "                       with a gradient, i.e. touched by the batch or the TV subset)\n"
             "  --iters N            total iterations, split evenly over the stages (default 2000)\n"
             "  --batch RAYS         rays per iteration (default 4096)\n"
             "  --sh-degree D        0..3 (default 2)\n"
@@ -397,6 +511,23 @@ static int vx__parse_res(const char *s, vx_fit_config *c) {
     return 0;
 }
 
+/* Stage ends: "p1,p2,..", one per stage but the last, rising inside (0, 1); NULL leaves
+ * the default (every stage an equal share). */
+static int vx__parse_stage_ends(const char *s, vx_fit_config *c) {
+    if (!s) return 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    char *save, *tok = strtok_r(buf, ",", &save);
+    int k = 0;
+    for (; tok; tok = strtok_r(NULL, ",", &save), k++) {
+        if (k >= c->stages - 1) return vx_error("--stage-ends: '%s' has more than the %d values --res needs", s, c->stages - 1);
+        if (vx_parse_double("--stage-ends", tok, 1e-6, 1.0 - 1e-6, &c->stage_end[k])) return -1;
+        if (k && !(c->stage_end[k] > c->stage_end[k - 1])) return vx_error("--stage-ends: '%s' must rise", s);
+    }
+    if (k != c->stages - 1) return vx_error("--stage-ends: '%s' needs %d values for %d stages", s, c->stages - 1, c->stages);
+    return 0;
+}
+
 static int vx__parse_bbox(const char *s, double lo[3], double hi[3]) {
     char buf[512];
     double v[6];
@@ -416,7 +547,7 @@ static int vx__parse_bbox(const char *s, double lo[3], double hi[3]) {
 }
 
 int vx_cmd_fit(int argc, char **argv) {
-    const char *dataset = NULL, *out = NULL, *val_split = NULL;
+    const char *dataset = NULL, *out = NULL, *val_split = NULL, *stage_ends = NULL;
     vx_fit_config cfg;
     vx_fit_config_default(&cfg);
     int sh = 2, downscale = 1, has_bbox = 0, seed = 1;
@@ -430,7 +561,8 @@ int vx_cmd_fit(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { vx__fit_usage(stdout); return 0; }
         static const char *valued[] = {"-o", "--output", "--res", "--iters", "--batch", "--sh-degree", "--val-every",
                                        "--val-views", "--val-split", "--downscale", "--bbox", "--step", "--seed",
-                                       "--lr-sigma", "--lr-sh", "--tv-sigma", "--tv-sh", "--backend", "--max-seconds"};
+                                       "--lr-sigma", "--lr-sh", "--tv-sigma", "--tv-sh", "--backend", "--max-seconds",
+                                       "--stage-ends"};
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             if (!strcmp(a, valued[k]) && !need) {
                 snprintf(msg, sizeof msg, "%s needs a value", a);
@@ -455,12 +587,16 @@ int vx_cmd_fit(int argc, char **argv) {
         else if (!strcmp(a, "--backend")) bad = vx_backend_parse(argv[++i], &backend);
         else if (!strcmp(a, "--max-seconds")) bad = vx_parse_double(a, argv[++i], 0, 1e7, &cfg.max_seconds);
         else if (!strcmp(a, "--time-curve")) cfg.time_curve = 1;
+        else if (!strcmp(a, "--no-crop")) cfg.crop = 0;
+        else if (!strcmp(a, "--dense-adam")) cfg.hp.lazy = 0;
+        else if (!strcmp(a, "--stage-ends")) { stage_ends = argv[++i]; }
         else if (a[0] == '-' && a[1]) { snprintf(msg, sizeof msg, "unknown option '%s'", a); return vx__usage_error("fit", msg); }
         else if (!dataset) dataset = a;
         else { snprintf(msg, sizeof msg, "unexpected argument '%s'", a); return vx__usage_error("fit", msg); }
         if (bad) return vx__usage_error("fit", vx_errmsg());
     }
     if (!dataset) return vx__usage_error("fit", "which dataset? DATASET is a directory with transforms_train.json");
+    if (vx__parse_stage_ends(stage_ends, &cfg)) return vx__usage_error("fit", vx_errmsg());
     if (!out) return vx__usage_error("fit", "where to? -o SCENE_DIR is required");
     /* where to train: CUDA when asked for or (auto) when a device is usable; never a
      * silent fallback */

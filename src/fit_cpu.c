@@ -1,6 +1,7 @@
-/* fit_cpu.c - the CPU path of `voxray fit`: model allocation, the batched ray backward,
- * TV, Adam, occupancy, pruning, upsampling and writing the scene. The reference the
- * CUDA twin (kernels/fit.cu) is tested against; per-ray maths lives in fit_march.h. */
+/* fit_cpu.c - the CPU path of `voxray fit`: model allocation, ray sampling, the batched
+ * ray backward, TV, Adam, occupancy, pruning, resampling and cropping, writing the scene.
+ * The reference the CUDA twin (kernels/fit.cu) is tested against; per-ray maths lives in
+ * fit_march.h. */
 #include "fit.h"
 
 #include <cjson/cJSON.h>
@@ -27,6 +28,7 @@ void vx_fit_hparams_default(vx_fit_hparams *h) {
     h->tv_eps = 1e-6f;
     h->prune_weight = 1e-3f;
     h->init_sigma = 0.1f;
+    h->lazy = 1;
 }
 
 int vx_fit_batch_alloc(vx_fit_batch *b, int n) {
@@ -45,6 +47,22 @@ void vx_fit_batch_free(vx_fit_batch *b) {
     free(b->dir);
     free(b->target);
     memset(b, 0, sizeof *b);
+}
+
+void vx_fit_sample_batch(const vx_dataset *d, uint64_t seed, vx_fit_batch *b) {
+    /* each ray depends only on (seed, r): the same rays for any thread count, and the CUDA
+     * sampler draws them with the same vx_fit_pick_pixel */
+    #pragma omp parallel for schedule(static)
+    for (int r = 0; r < b->n; r++) {
+        int v, i, j;
+        vx_fit_pick_pixel(seed, (unsigned long long)r, d->n, d->width, d->height, &v, &i, &j);
+        vx_vec3 o, dir;
+        vx_camera_ray(&d->cams[v], (float)j + 0.5f, (float)i + 0.5f, &o, &dir);
+        const float *px = vx_dataset_image(d, v) + 3 * ((size_t)i * d->width + j);
+        b->origin[3 * r] = o.x; b->origin[3 * r + 1] = o.y; b->origin[3 * r + 2] = o.z;
+        b->dir[3 * r] = dir.x; b->dir[3 * r + 1] = dir.y; b->dir[3 * r + 2] = dir.z;
+        for (int c = 0; c < 3; c++) b->target[3 * r + c] = px[c];
+    }
 }
 
 /* ---- model ------------------------------------------------------------------------------ */
@@ -134,6 +152,7 @@ int vx_fit_model_init_cpu(vx_fit_model *f, const int res[3], int sh_degree, cons
     if (vx__alloc_arrays(f)) return -1;
     size_t nv = vx__voxels(f);
     for (size_t i = 0; i < nv; i++) f->data[i * f->nc] = init_sigma; /* SH zero: grey 0.5 */
+    f->track_wmax = 1;
     if (vx_fit_update_params(f, 0.0f)) { vx_fit_model_free(f); return -1; }
     return 0;
 }
@@ -157,7 +176,7 @@ double vx_fit_rays_backward_cpu(vx_fit_model *f, const vx_fit_batch *b, float *o
         vx_ray_result fwd = vx_march(m, f->data, f->occ, o, d);
         float g[3];
         loss += vx_fit_mse_backward(fwd.rgb, b->target + 3 * r, scale, g);
-        vx_fit_march_backward(m, f->data, f->occ, o, d, &fwd, g, f->grad, f->wmax, NULL);
+        vx_fit_march_backward(m, f->data, f->occ, o, d, &fwd, g, f->grad, f->track_wmax ? f->wmax : NULL, NULL);
         if (out_rgb)
             for (int c = 0; c < 3; c++) out_rgb[3 * r + c] = fwd.rgb[c];
     }
@@ -190,9 +209,13 @@ void vx_fit_adam_step_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr_sig
     for (long long iv = 0; iv < (long long)nv; iv++) {
         if (!f->alive[iv]) continue;
         size_t i = (size_t)iv * nc;
-        for (int c = 0; c < nc; c++)
+        for (int c = 0; c < nc; c++) {
             vx_fit_adam_update(f->data + i + c, f->adam_m + i + c, f->adam_v + i + c, f->grad[i + c],
-                               c == 0 ? lr_sigma : lr_sh, h->beta1, h->beta2, h->eps, bc1, bc2);
+                               c == 0 ? lr_sigma : lr_sh, h->beta1, h->beta2, h->eps, bc1, bc2, h->lazy);
+            /* consumed, as in the CUDA twin: the next scatter starts from zero without a full
+             * clear (dead voxels' entries are never read) */
+            f->grad[i + c] = 0.0f;
+        }
     }
 }
 
@@ -232,20 +255,38 @@ int vx_fit_model_resize_cpu(vx_fit_model *f, const int res[3]) {
     return vx_fit_update_params(f, f->mp.stop);
 }
 
-int vx_fit_upsample_cpu(vx_fit_model *f, const int res[3]) {
+void vx_fit_resample_map(const vx_fit_model *f, const double lo[3], const double hi[3], const int res[3], float a[3],
+                         float b[3]) {
+    int n[3] = {f->nx, f->ny, f->nz};
+    for (int k = 0; k < 3; k++) {
+        /* cell-centred: new centre lo + (i + 0.5) h' lies at old index (x - box_lo)/h - 0.5 */
+        double h_old = (f->box_hi[k] - f->box_lo[k]) / n[k], h_new = (hi[k] - lo[k]) / res[k];
+        double s = h_new / h_old;
+        a[k] = (float)s;
+        b[k] = (float)((lo[k] - f->box_lo[k]) / h_old + 0.5 * s - 0.5);
+    }
+}
+
+int vx_fit_resample_cpu(vx_fit_model *f, const double lo[3], const double hi[3], const int res[3]) {
+    for (int k = 0; k < 3; k++) {
+        if (res[k] < 1 || res[k] > 4096)
+            return vx_error("fit: resample resolution %d on axis %d is outside 1..4096", res[k], k);
+        if (!(hi[k] > lo[k]) || !isfinite(lo[k]) || !isfinite(hi[k]))
+            return vx_error("fit: resample box [%g, %g] on axis %d is empty or not finite", lo[k], hi[k], k);
+    }
+    float ma[3], mb[3];
+    vx_fit_resample_map(f, lo, hi, res, ma, mb);
     vx_fit_model o = *f; /* the old arrays */
     f->nx = res[0]; f->ny = res[1]; f->nz = res[2];
     f->data = f->grad = f->adam_m = f->adam_v = f->wmax = NULL;
     f->alive = f->occ = NULL;
     if (vx__alloc_arrays(f)) { vx__free_arrays(f); *f = o; return -1; }
-    float sx = (float)o.nx / f->nx, sy = (float)o.ny / f->ny, sz = (float)o.nz / f->nz;
     #pragma omp parallel for schedule(static)
     for (int z = 0; z < f->nz; z++)
         for (int y = 0; y < f->ny; y++)
             for (int x = 0; x < f->nx; x++) {
-                /* cell-centred: new centre (i + 0.5) h' lies at old index (i + 0.5) h'/h - 0.5 */
-                vx_vec3 p = vx_v3(((float)x + 0.5f) * sx - 0.5f, ((float)y + 0.5f) * sy - 0.5f,
-                                  ((float)z + 0.5f) * sz - 0.5f);
+                /* a*i + b in float, exactly as the CUDA twin computes it */
+                vx_vec3 p = vx_v3(ma[0] * (float)x + mb[0], ma[1] * (float)y + mb[1], ma[2] * (float)z + mb[2]);
                 size_t iv = ((size_t)z * f->ny + y) * f->nx + x, idx[8];
                 float w[8];
                 vx_trilinear_fetch(o.data, o.nx, o.ny, o.nz, o.nc, p, f->data + iv * f->nc);
@@ -257,7 +298,62 @@ int vx_fit_upsample_cpu(vx_fit_model *f, const int res[3]) {
             }
     vx__free_arrays(&o);
     f->occ_n[0] = f->occ_n[1] = f->occ_n[2] = 0;
+    memcpy(f->box_lo, lo, sizeof f->box_lo);
+    memcpy(f->box_hi, hi, sizeof f->box_hi);
+    /* density_scale stays: it is part of what the parameters mean, not of the box */
     return vx_fit_update_params(f, f->mp.stop);
+}
+
+int vx_fit_upsample_cpu(vx_fit_model *f, const int res[3]) { return vx_fit_resample_cpu(f, f->box_lo, f->box_hi, res); }
+
+size_t vx_fit_alive_bounds_cpu(const vx_fit_model *f, int lo[3], int hi[3]) {
+    size_t count = 0;
+    int l[3] = {f->nx, f->ny, f->nz}, h[3] = {-1, -1, -1};
+    for (int z = 0; z < f->nz; z++)
+        for (int y = 0; y < f->ny; y++) {
+            const unsigned char *row = f->alive + ((size_t)z * f->ny + y) * f->nx;
+            for (int x = 0; x < f->nx; x++) {
+                if (!row[x]) continue;
+                int p[3] = {x, y, z};
+                for (int k = 0; k < 3; k++) {
+                    if (p[k] < l[k]) l[k] = p[k];
+                    if (p[k] > h[k]) h[k] = p[k];
+                }
+                count++;
+            }
+        }
+    if (count) {
+        memcpy(lo, l, sizeof l);
+        memcpy(hi, h, sizeof h);
+    }
+    return count;
+}
+
+int vx_fit_crop_box(const vx_fit_model *f, const int ilo[3], const int ihi[3], int margin, double voxel,
+                    double lo[3], double hi[3], int res[3]) {
+    if (!(voxel > 0) || !isfinite(voxel)) return vx_error("fit: crop voxel size %g must be > 0", voxel);
+    if (margin < 0) return vx_error("fit: crop margin %d must be >= 0", margin);
+    int n[3] = {f->nx, f->ny, f->nz}, r[3];
+    double l[3], u[3];
+    for (int k = 0; k < 3; k++) {
+        if (ilo[k] > ihi[k]) return vx_error("fit: crop range %d..%d on axis %d is empty", ilo[k], ihi[k], k);
+        double h = (f->box_hi[k] - f->box_lo[k]) / n[k];
+        double e0 = f->box_lo[k] + (double)(ilo[k] - margin) * h, e1 = f->box_lo[k] + (double)(ihi[k] + 1 + margin) * h;
+        e0 = fmax(e0, f->box_lo[k]);
+        e1 = fmin(e1, f->box_hi[k]);
+        if (!(e1 > e0)) return vx_error("fit: crop range %d..%d on axis %d lies outside the box", ilo[k], ihi[k], k);
+        double cells = ceil((e1 - e0) / voxel - 1e-9);
+        if (cells > 4096) return vx_error("fit: crop needs %.0f voxels on axis %d (at most 4096)", cells, k);
+        r[k] = cells < 1 ? 1 : (int)cells;
+        /* grow about the centre so the voxels are exactly `voxel` wide */
+        double c = 0.5 * (e0 + e1), half = 0.5 * r[k] * voxel;
+        l[k] = c - half;
+        u[k] = c + half;
+    }
+    memcpy(lo, l, sizeof l);
+    memcpy(hi, u, sizeof u);
+    memcpy(res, r, sizeof r);
+    return 0;
 }
 
 /* ---- output ------------------------------------------------------------------------------- */

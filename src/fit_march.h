@@ -161,23 +161,52 @@ VX_HD float vx_fit_mse_backward(const float *C, const float *target, float scale
     return l * scale;
 }
 
+/* A 64-bit hash of (seed, i) (splitmix64's finaliser): the per-element random numbers
+ * both backends draw without sharing a generator's state. */
+VX_HD unsigned long long vx_fit_hash(unsigned long long seed, unsigned long long i) {
+    unsigned long long z = seed + (i + 1ull) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 /* Whether voxel i takes part in this step's TV (a hash of (seed, i) below fraction):
  * the CPU and the GPU pick the same subset. */
 VX_HD int vx_fit_tv_selected(unsigned long long seed, unsigned long long i, float fraction) {
     if (fraction >= 1.0f) return 1;
-    unsigned long long z = seed + (i + 1ull) * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
+    unsigned long long z = vx_fit_hash(seed, i);
     return (float)(z >> 40) * (1.0f / 16777216.0f) < fraction; /* top 24 bits, uniform in [0,1) */
+}
+
+/* Training pixel of ray r in a batch drawn with `seed`: view v (of views) and pixel row i,
+ * column j of a w x h photo, uniform over all training pixels. */
+VX_HD void vx_fit_pick_pixel(unsigned long long seed, unsigned long long r, int views, int w, int h, int *v, int *i,
+                             int *j) {
+    unsigned long long z = vx_fit_hash(seed, r);
+    unsigned long long p = ((z >> 32) * (unsigned long long)w * (unsigned long long)h) >> 32; /* < w h */
+    *v = (int)((z & 0xffffffffull) % (unsigned long long)views);
+    *i = (int)(p / (unsigned long long)w);
+    *j = (int)(p % (unsigned long long)w);
+}
+
+/* Occupancy cells c0..c1 (one axis) whose footprint holds lattice index i: cell c covers
+ * indices c*b - 1 .. c*b + b (vx_occupancy_build_cpu's one-point margin), n cells. */
+VX_HD void vx_fit_occ_cells(int i, int b, int n, int *c0, int *c1) {
+    int lo = i - b <= 0 ? 0 : (i - b + b - 1) / b; /* ceil((i - b) / b), at least 0 */
+    int hi = (i + 1) / b;
+    *c0 = lo;
+    *c1 = hi < n - 1 ? hi : n - 1;
 }
 
 /* ---- optimiser and regulariser, per element ---------------------------------------------- */
 
-/* One Adam update of parameter x with gradient gr; t is the 1-based step. */
+/* One Adam update of parameter x with gradient gr; t is the 1-based step. lazy: a zero
+ * gradient leaves x and both moments as they are (sparse Adam: a voxel no ray of the batch
+ * touched does not drift on its stale momentum, as Plenoxels updates only touched voxels). */
 VX_HD void vx_fit_adam_update(float *x, float *mom, float *var, float gr, float lr, float b1, float b2,
-                              float eps, float bc1, float bc2) {
+                              float eps, float bc1, float bc2, int lazy) {
     /* bc1 = 1 - b1^t, bc2 = 1 - b2^t (computed once per step by the caller) */
+    if (lazy && gr == 0.0f) return;
     *mom = b1 * *mom + (1.0f - b1) * gr;
     *var = b2 * *var + (1.0f - b2) * gr * gr;
     float mh = *mom / bc1, vh = *var / bc2;

@@ -16,7 +16,7 @@ static void vx__help(void) {
            "  convert IN OUT            any supported volume -> voxray .npy + scene.json\n"
            "  fit DATASET -o DIR        optimise a voxel grid from posed photos (NeRF synthetic)\n"
            "  eval SCENE DATASET        PSNR/SSIM of a scene against a dataset split\n"
-           "  bench kernels|render      GPU benchmarks (needs CUDA)\n\n"
+           "  bench kernels|render|fit  GPU benchmarks (needs CUDA)\n\n"
            "SCENE is a scene.json manifest, a directory holding one, a .npy grid, or a volume\n"
            "file (NRRD, NIfTI, MetaImage, INRIMAGE, VolPack .den, raw, Plenoxels .npz).\n",
            VX_VERSION);

@@ -351,9 +351,15 @@ static void test_adam(void **state) {
     (void)state;
     /* two steps of Adam on x = 1 with gradients 0.5 then -1, lr 0.1, betas 0.9/0.99 */
     float x = 1.0f, m = 0.0f, v = 0.0f;
-    vx_fit_adam_update(&x, &m, &v, 0.5f, 0.1f, 0.9f, 0.99f, 1e-8f, 1.0f - 0.9f, 1.0f - 0.99f);
+    vx_fit_adam_update(&x, &m, &v, 0.5f, 0.1f, 0.9f, 0.99f, 1e-8f, 1.0f - 0.9f, 1.0f - 0.99f, 1);
     assert_true(fabsf(x - 0.9f) < 1e-6f); /* first step moves by exactly lr */
-    vx_fit_adam_update(&x, &m, &v, -1.0f, 0.1f, 0.9f, 0.99f, 1e-8f, 1.0f - 0.81f, 1.0f - 0.9801f);
+    /* lazy: a zero gradient changes nothing; dense: the momentum keeps moving x */
+    float xl = x, ml = m, vl = v;
+    vx_fit_adam_update(&xl, &ml, &vl, 0.0f, 0.1f, 0.9f, 0.99f, 1e-8f, 0.19f, 0.0199f, 1);
+    assert_true(xl == x && ml == m && vl == v);
+    vx_fit_adam_update(&xl, &ml, &vl, 0.0f, 0.1f, 0.9f, 0.99f, 1e-8f, 0.19f, 0.0199f, 0);
+    assert_true(xl < x && ml == 0.9f * m && vl == 0.99f * v);
+    vx_fit_adam_update(&x, &m, &v, -1.0f, 0.1f, 0.9f, 0.99f, 1e-8f, 1.0f - 0.81f, 1.0f - 0.9801f, 1);
     double m2 = 0.9 * 0.05 + 0.1 * -1.0, v2 = 0.99 * 0.0025 + 0.01 * 1.0;
     double want = 0.9 - 0.1 * (m2 / 0.19) / (sqrt(v2 / 0.0199) + 1e-8);
     assert_true(fabs(x - want) < 1e-6);
@@ -502,6 +508,451 @@ static void test_prune(void **state) {
     for (size_t i = 0; i < nv; i++)
         if (!f.alive[i]) assert_true(f.data[i * f.nc] == 0.0f);
     /* the renders see max weights: a ray through the grid raises wmax on its path only */
+    vx_fit_model_free(&f);
+}
+
+/* ---- ray sampling ------------------------------------------------------------------------------ */
+
+static int rand_int(int lo, int hi) { /* uniform in lo..hi inclusive */
+    int v = lo + (int)(vx_test_rand() * (hi - lo + 1));
+    return v > hi ? hi : v;
+}
+
+static uint64_t rand_seed(void) { return vx_splitmix64(&vx_test_rng_state); }
+
+/* Pearson's chi-square of counts against a uniform expectation. */
+static double chi_square(const long *count, int k, long total) {
+    double e = (double)total / k, s = 0.0;
+    for (int i = 0; i < k; i++) s += (count[i] - e) * (count[i] - e) / e;
+    return s;
+}
+
+static void test_pick_pixel(void **state) {
+    (void)state;
+    /* always in range, degenerate sizes included */
+    for (int trial = 0; trial < 300; trial++) {
+        int views = trial % 5 == 0 ? 1 : rand_int(1, 40);
+        int w = trial % 7 == 0 ? 1 : rand_int(1, 2000), h = trial % 11 == 0 ? 1 : rand_int(1, 2000);
+        uint64_t seed = rand_seed();
+        for (int k = 0; k < 200; k++) {
+            uint64_t r = k < 100 ? (uint64_t)k : rand_seed();
+            int v = -1, i = -1, j = -1;
+            vx_fit_pick_pixel(seed, r, views, w, h, &v, &i, &j);
+            if (v < 0 || v >= views || i < 0 || i >= h || j < 0 || j >= w) {
+                fprintf(stderr, "pick_pixel(%d views, %dx%d) gave view %d row %d column %d\n", views, w, h, v, i, j);
+                fail();
+            }
+        }
+    }
+    /* roughly uniform over views, rows and columns: 200k draws, chi-square against loose
+     * bounds (the expectations are 6, 10 and 12 with standard deviations 3.5, 4.5 and 5) */
+    enum { V = 7, W = 13, H = 11, N = 200000 };
+    long cv[V] = {0}, ci[H] = {0}, cj[W] = {0};
+    uint64_t seed = rand_seed();
+    for (long r = 0; r < N; r++) {
+        int v, i, j;
+        vx_fit_pick_pixel(seed, (uint64_t)r, V, W, H, &v, &i, &j);
+        cv[v]++; ci[i]++; cj[j]++;
+    }
+    double xv = chi_square(cv, V, N), xi = chi_square(ci, H, N), xj = chi_square(cj, W, N);
+    fprintf(stderr, "pick_pixel chi-square: views %.1f (6 dof), rows %.1f (10), columns %.1f (12)\n", xv, xi, xj);
+    assert_true(xv < 40.0 && xi < 50.0 && xj < 55.0);
+}
+
+static void test_sample_batch(void **state) {
+    (void)state;
+    for (int trial = 0; trial < 4; trial++) {
+        vx_dataset d;
+        memset(&d, 0, sizeof d);
+        d.n = rand_int(1, 4);
+        d.width = rand_int(1, 9);
+        d.height = rand_int(1, 7);
+        d.rgb = malloc((size_t)d.n * d.width * d.height * 3 * sizeof(float));
+        d.cams = malloc((size_t)d.n * sizeof(vx_camera));
+        for (size_t i = 0; i < (size_t)d.n * d.width * d.height * 3; i++) d.rgb[i] = (float)vx_test_rand();
+        double ctr[3] = {0, 0, 0}, up[3] = {0, 1, 0};
+        for (int v = 0; v < d.n; v++)
+            assert_int_equal(vx_camera_orbit(&d.cams[v], ctr, vx_test_uniform(0, 360), vx_test_uniform(-60, 60), 3.0, up,
+                                             vx_test_uniform(20, 70), d.width, d.height), 0);
+        vx_fit_batch b;
+        assert_int_equal(vx_fit_batch_alloc(&b, rand_int(100, 700)), 0);
+        uint64_t seed = rand_seed();
+        vx_fit_sample_batch(&d, seed, &b);
+        for (int r = 0; r < b.n; r++) {
+            int v, i, j;
+            vx_fit_pick_pixel(seed, (uint64_t)r, d.n, d.width, d.height, &v, &i, &j);
+            vx_vec3 o, dir;
+            vx_camera_ray(&d.cams[v], j + 0.5f, i + 0.5f, &o, &dir);
+            const float *px = vx_dataset_image(&d, v) + 3 * ((size_t)i * d.width + j);
+            assert_true(b.origin[3 * r] == o.x && b.origin[3 * r + 1] == o.y && b.origin[3 * r + 2] == o.z);
+            assert_true(b.dir[3 * r] == dir.x && b.dir[3 * r + 1] == dir.y && b.dir[3 * r + 2] == dir.z);
+            for (int c = 0; c < 3; c++) assert_true(b.target[3 * r + c] == px[c]);
+        }
+        vx_fit_batch_free(&b);
+        free(d.rgb);
+        free(d.cams);
+    }
+}
+
+/* ---- resampling, alive bounds, cropping --------------------------------------------------------- */
+
+/* Per channel c: k[c][0] + k[c][1..3] . world position. */
+static double linear_field(double k[][4], int c, const double *w) {
+    return k[c][0] + k[c][1] * w[0] + k[c][2] * w[1] + k[c][3] * w[2];
+}
+
+static void voxel_centre(const vx_fit_model *f, int x, int y, int z, double *w) {
+    int i[3] = {x, y, z}, n[3] = {f->nx, f->ny, f->nz};
+    for (int a = 0; a < 3; a++) w[a] = f->box_lo[a] + (i[a] + 0.5) * (f->box_hi[a] - f->box_lo[a]) / n[a];
+}
+
+static void fill_linear(vx_fit_model *f, double k[][4]) {
+    for (int z = 0; z < f->nz; z++)
+        for (int y = 0; y < f->ny; y++)
+            for (int x = 0; x < f->nx; x++) {
+                double w[3];
+                voxel_centre(f, x, y, z, w);
+                size_t i = (((size_t)z * f->ny + y) * f->nx + x) * f->nc;
+                for (int c = 0; c < f->nc; c++) f->data[i + c] = (float)linear_field(k, c, w);
+            }
+}
+
+static void test_resample(void **state) {
+    (void)state;
+    for (int trial = 0; trial < 10; trial++) {
+        vx_fit_model f;
+        random_model(&f, trial % 3);
+        double k[64][4];
+        for (int c = 0; c < f.nc; c++) {
+            k[c][0] = c == 0 ? 2.0 : vx_test_uniform(-0.5, 0.5);
+            for (int a = 1; a < 4; a++) k[c][a] = vx_test_uniform(-0.5, 0.5);
+        }
+        fill_linear(&f, k);
+        size_t n = (size_t)f.nx * f.ny * f.nz * f.nc;
+        for (size_t i = 0; i < n; i++) { f.grad[i] = 1.0f; f.adam_m[i] = 0.5f; f.adam_v[i] = 0.25f; }
+        for (size_t i = 0; i < n / f.nc; i++) f.wmax[i] = 0.5f;
+        f.track_wmax = trial % 2;
+        /* a random sub-box whose voxel centres all lie between the first and last old centres */
+        double lo[3], hi[3];
+        int res[3], on[3] = {f.nx, f.ny, f.nz};
+        for (int a = 0; a < 3; a++) {
+            double h = (f.box_hi[a] - f.box_lo[a]) / on[a], c0 = f.box_lo[a] + 0.5 * h, c1 = f.box_hi[a] - 0.5 * h;
+            double u = vx_test_uniform(0, 0.45), v = vx_test_uniform(0.55, 1);
+            lo[a] = c0 + u * (c1 - c0);
+            hi[a] = c0 + v * (c1 - c0);
+            res[a] = rand_int(1, 12);
+        }
+        float scale = f.density_scale, step = f.step;
+        /* the same-box map is the old upsample formula (i + 0.5) n_old / n_new - 0.5 */
+        float ma[3], mb[3];
+        vx_fit_resample_map(&f, f.box_lo, f.box_hi, res, ma, mb);
+        for (int a = 0; a < 3; a++)
+            for (int i = 0; i < res[a]; i++) {
+                double want = (i + 0.5) * on[a] / res[a] - 0.5;
+                assert_true(fabs(ma[a] * (float)i + mb[a] - want) < 1e-5 * (1 + fabs(want)));
+            }
+        assert_int_equal(vx_fit_resample_cpu(&f, lo, hi, res), 0);
+        assert_int_equal(f.nx, res[0]); assert_int_equal(f.ny, res[1]); assert_int_equal(f.nz, res[2]);
+        for (int a = 0; a < 3; a++) assert_true(f.box_lo[a] == lo[a] && f.box_hi[a] == hi[a]);
+        assert_true(f.density_scale == scale && f.step == step);
+        assert_int_equal(f.track_wmax, trial % 2);
+        n = (size_t)f.nx * f.ny * f.nz * f.nc;
+        for (size_t i = 0; i < n; i++) assert_true(f.grad[i] == 0.0f && f.adam_m[i] == 0.0f && f.adam_v[i] == 0.0f);
+        for (size_t i = 0; i < n / f.nc; i++) assert_true(f.wmax[i] == 0.0f && f.alive[i] == 1);
+        /* the linear field at every new voxel centre */
+        for (int z = 0; z < f.nz; z++)
+            for (int y = 0; y < f.ny; y++)
+                for (int x = 0; x < f.nx; x++) {
+                    double w[3];
+                    voxel_centre(&f, x, y, z, w);
+                    size_t i = (((size_t)z * f.ny + y) * f.nx + x) * f.nc;
+                    for (int c = 0; c < f.nc; c++) {
+                        double want = linear_field(k, c, w);
+                        if (fabs(f.data[i + c] - want) > 2e-5 * (1 + fabs(want))) {
+                            fprintf(stderr, "resample: voxel %d,%d,%d channel %d is %.7g, the field %.7g\n", x, y, z, c,
+                                    f.data[i + c], want);
+                            fail();
+                        }
+                    }
+                }
+        /* rendering: the resampled model marches like one built directly in the new box
+         * (same density_scale) with the field set at its centres */
+        vx_fit_model g;
+        assert_int_equal(vx_fit_model_init_cpu(&g, res, f.sh_degree, lo, hi, f.step, scale, f.bg, 0.1f), 0);
+        fill_linear(&g, k);
+        for (int r = 0; r < 20; r++) {
+            vx_vec3 o, d;
+            random_ray(&g, &o, &d);
+            vx_ray_result a = vx_march(&f.mp, f.data, NULL, o, d), b = vx_march(&g.mp, g.data, NULL, o, d);
+            for (int c = 0; c < 3; c++) assert_true(fabsf(a.rgb[c] - b.rgb[c]) < 1e-4f);
+        }
+        vx_fit_model_free(&g);
+        vx_fit_model_free(&f);
+    }
+}
+
+/* Hat weight of lattice index k at continuous index x on an axis of n points, with the
+ * border clamping of vx_trilinear_fetch. */
+static double hat(float x, int n, int k) {
+    if (n == 1) return 1.0;
+    double c = fmin(fmax((double)x, 0.0), n - 1.0);
+    return fmax(0.0, 1.0 - fabs(c - k));
+}
+
+static void test_resample_alive(void **state) {
+    (void)state;
+    for (int trial = 0; trial < 30; trial++) {
+        vx_fit_model f;
+        int res[3] = {rand_int(1, 6), rand_int(1, 6), rand_int(1, 6)};
+        double lo[3] = {-1, -1, -1}, hi[3] = {1, 1, 1}, nlo[3], nhi[3];
+        float bg[3] = {1, 1, 1};
+        assert_int_equal(vx_fit_model_init_cpu(&f, res, 0, lo, hi, 0.5f, 3.0f, bg, 0.1f), 0);
+        /* one alive voxel, the rest pruned (zero, as the invariant says) */
+        size_t nv = (size_t)res[0] * res[1] * res[2];
+        memset(f.data, 0, nv * f.nc * sizeof(float));
+        memset(f.alive, 0, nv);
+        int kv[3] = {rand_int(0, res[0] - 1), rand_int(0, res[1] - 1), rand_int(0, res[2] - 1)};
+        size_t ka = ((size_t)kv[2] * res[1] + kv[1]) * res[0] + kv[0];
+        f.alive[ka] = 1;
+        float val[4];
+        for (int c = 0; c < f.nc; c++) { val[c] = (float)vx_test_uniform(0.5, 1.5); f.data[ka * f.nc + c] = val[c]; }
+        /* garbage in dead voxels two or more steps from it (outside every footprint that holds
+         * it, so the expected values below stay w * val): dead new voxels must still be zero */
+        for (int z = 0; z < res[2]; z++)
+            for (int y = 0; y < res[1]; y++)
+                for (int x = 0; x < res[0]; x++)
+                    if (abs(x - kv[0]) >= 2 || abs(y - kv[1]) >= 2 || abs(z - kv[2]) >= 2)
+                        f.data[(((size_t)z * res[1] + y) * res[0] + x) * f.nc] = 5.0f;
+        /* a new box overlapping the old one and reaching past it (border clamping) */
+        int nres[3];
+        for (int a = 0; a < 3; a++) {
+            nlo[a] = vx_test_uniform(-1.5, 0.2);
+            nhi[a] = vx_test_uniform(nlo[a] + 0.3, 1.5);
+            nres[a] = rand_int(1, 14);
+        }
+        float ma[3], mb[3];
+        vx_fit_resample_map(&f, nlo, nhi, nres, ma, mb);
+        assert_int_equal(vx_fit_resample_cpu(&f, nlo, nhi, nres), 0);
+        size_t alive = 0;
+        for (int z = 0; z < f.nz; z++)
+            for (int y = 0; y < f.ny; y++)
+                for (int x = 0; x < f.nx; x++) {
+                    int i[3] = {x, y, z};
+                    double w = 1.0;
+                    for (int a = 0; a < 3; a++) w *= hat(ma[a] * (float)i[a] + mb[a], res[a], kv[a]);
+                    size_t iv = ((size_t)z * f.ny + y) * f.nx + x;
+                    assert_int_equal(f.alive[iv], w > 0.0);
+                    alive += f.alive[iv];
+                    for (int c = 0; c < f.nc; c++) assert_true(fabs(f.data[iv * f.nc + c] - w * val[c]) < 1e-5);
+                }
+        (void)alive;
+        vx_fit_model_free(&f);
+    }
+    /* bad arguments leave the model as it was */
+    vx_fit_model f;
+    int res[3] = {3, 3, 3}, bad[3] = {3, 0, 3};
+    double lo[3] = {-1, -1, -1}, hi[3] = {1, 1, 1}, flat[3] = {1, -1, 1};
+    float bg[3] = {1, 1, 1};
+    assert_int_equal(vx_fit_model_init_cpu(&f, res, 0, lo, hi, 0.5f, 3.0f, bg, 0.1f), 0);
+    float *data = f.data;
+    int huge[3] = {4096, 4096, 4096}; /* over the grid size limit: the allocation fails */
+    assert_int_equal(vx_fit_resample_cpu(&f, lo, hi, bad), -1);
+    assert_int_equal(vx_fit_resample_cpu(&f, lo, flat, res), -1);
+    assert_int_equal(vx_fit_resample_cpu(&f, lo, hi, huge), -1);
+    assert_true(f.data == data && f.nx == 3 && f.nz == 3 && f.box_hi[1] == 1.0 && f.alive != NULL && f.grad != NULL);
+    int up[3] = {4, 5, 6};
+    assert_int_equal(vx_fit_resample_cpu(&f, lo, hi, up), 0); /* and it still works */
+    vx_fit_model_free(&f);
+}
+
+static void test_alive_bounds(void **state) {
+    (void)state;
+    for (int trial = 0; trial < 40; trial++) {
+        vx_fit_model f;
+        int res[3] = {rand_int(1, 12), rand_int(1, 12), rand_int(1, 12)};
+        double lo[3] = {-1, -1, -1}, hi[3] = {1, 1, 1};
+        float bg[3] = {1, 1, 1};
+        assert_int_equal(vx_fit_model_init_cpu(&f, res, 0, lo, hi, 0.5f, 1.0f, bg, 0.1f), 0);
+        static const double density[] = {0.0, 0.002, 0.02, 0.3, 1.0};
+        double p = density[trial % 5];
+        size_t want = 0;
+        int blo[3] = {INT32_MAX, INT32_MAX, INT32_MAX}, bhi[3] = {-1, -1, -1};
+        for (int z = 0; z < res[2]; z++)
+            for (int y = 0; y < res[1]; y++)
+                for (int x = 0; x < res[0]; x++) {
+                    size_t iv = ((size_t)z * res[1] + y) * res[0] + x;
+                    f.alive[iv] = vx_test_rand() < p;
+                    if (!f.alive[iv]) continue;
+                    int q[3] = {x, y, z};
+                    for (int a = 0; a < 3; a++) { blo[a] = q[a] < blo[a] ? q[a] : blo[a]; bhi[a] = q[a] > bhi[a] ? q[a] : bhi[a]; }
+                    want++;
+                }
+        int glo[3] = {-7, -7, -7}, ghi[3] = {-7, -7, -7};
+        assert_int_equal(vx_fit_alive_bounds_cpu(&f, glo, ghi), want);
+        for (int a = 0; a < 3; a++) {
+            if (want) { assert_int_equal(glo[a], blo[a]); assert_int_equal(ghi[a], bhi[a]); }
+            else { assert_int_equal(glo[a], -7); assert_int_equal(ghi[a], -7); } /* untouched */
+        }
+        vx_fit_model_free(&f);
+    }
+}
+
+static void test_crop_box(void **state) {
+    (void)state;
+    for (int trial = 0; trial < 200; trial++) {
+        vx_fit_model f;
+        int res[3] = {rand_int(1, 20), rand_int(1, 20), rand_int(1, 20)};
+        double lo[3], hi[3];
+        for (int a = 0; a < 3; a++) { lo[a] = vx_test_uniform(-2, 0); hi[a] = lo[a] + vx_test_uniform(0.5, 3); }
+        float bg[3] = {1, 1, 1};
+        assert_int_equal(vx_fit_model_init_cpu(&f, res, 0, lo, hi, 0.5f, 1.0f, bg, 0.1f), 0);
+        int ilo[3], ihi[3], margin = rand_int(0, 3), nres[3];
+        double h[3], hmin = INFINITY;
+        for (int a = 0; a < 3; a++) {
+            ilo[a] = rand_int(0, res[a] - 1);
+            ihi[a] = rand_int(ilo[a], res[a] - 1);
+            h[a] = (hi[a] - lo[a]) / res[a];
+            hmin = fmin(hmin, h[a]);
+        }
+        /* voxel sizes from much finer to coarser than f's, and (every 4th trial) one that
+         * divides the whole box's x extent into `exact` voxels, up to rounding */
+        int all[3] = {0, 0, 0}, last[3] = {res[0] - 1, res[1] - 1, res[2] - 1}, exact = rand_int(1, 40);
+        double voxel = trial % 4 == 0 ? (hi[0] - lo[0]) / exact : hmin * vx_test_uniform(0.2, 2.5);
+        const int *pl = trial % 4 == 0 ? all : ilo, *ph = trial % 4 == 0 ? last : ihi;
+        double clo[3], chi[3];
+        assert_int_equal(vx_fit_crop_box(&f, pl, ph, margin, voxel, clo, chi, nres), 0);
+        for (int a = 0; a < 3; a++) {
+            /* the alive voxels' world extent plus the margin, clipped to the box */
+            double e0 = fmax(lo[a], lo[a] + (pl[a] - margin) * h[a]), e1 = fmin(hi[a], lo[a] + (ph[a] + 1 + margin) * h[a]);
+            double ext = e1 - e0, tol = 1e-9 * (hi[a] - lo[a]);
+            assert_true(clo[a] <= e0 + tol && chi[a] >= e1 - tol);
+            assert_true(fabs((chi[a] - clo[a]) - nres[a] * voxel) <= 1e-9 * nres[a] * voxel);
+            assert_true(fabs(0.5 * (clo[a] + chi[a]) - 0.5 * (e0 + e1)) <= tol); /* centred */
+            assert_true(nres[a] >= 1 && (nres[a] == 1 || (nres[a] - 1) * voxel < ext + tol)); /* the fewest voxels */
+        }
+        if (trial % 4 == 0) assert_int_equal(nres[0], exact); /* an exact fit takes no extra voxel */
+        vx_fit_model_free(&f);
+    }
+    /* errors */
+    vx_fit_model f;
+    int res[3] = {8, 8, 8}, ilo[3] = {1, 1, 1}, ihi[3] = {5, 5, 5}, rev[3] = {5, 0, 5}, nres[3];
+    double lo[3] = {-1, -1, -1}, hi[3] = {1, 1, 1}, clo[3], chi[3];
+    float bg[3] = {1, 1, 1};
+    assert_int_equal(vx_fit_model_init_cpu(&f, res, 0, lo, hi, 0.5f, 1.0f, bg, 0.1f), 0);
+    assert_int_equal(vx_fit_crop_box(&f, ilo, ihi, 1, 0.0, clo, chi, nres), -1);
+    assert_int_equal(vx_fit_crop_box(&f, ilo, ihi, 1, -0.1, clo, chi, nres), -1);
+    assert_int_equal(vx_fit_crop_box(&f, ilo, ihi, 1, NAN, clo, chi, nres), -1);
+    assert_int_equal(vx_fit_crop_box(&f, ilo, ihi, 1, INFINITY, clo, chi, nres), -1);
+    assert_int_equal(vx_fit_crop_box(&f, ilo, rev, 1, 0.1, clo, chi, nres), -1);
+    assert_true(strstr(vx_errmsg(), "axis 1") != NULL);
+    /* indices 0..6 of 0.25 wide voxels span 1.75: 4096 voxels fit, 4097 do not */
+    assert_int_equal(vx_fit_crop_box(&f, ilo, ihi, 1, 1.75 / 4097, clo, chi, nres), -1);
+    assert_int_equal(vx_fit_crop_box(&f, ilo, ihi, 1, 1.75 / 4096, clo, chi, nres), 0);
+    assert_int_equal(nres[0], 4096);
+    assert_true(fabs(clo[2] + 1.0) < 1e-12 && fabs(chi[2] - 0.75) < 1e-12);
+    vx_fit_model_free(&f);
+}
+
+/* ---- the occupancy rule of the CUDA builder ------------------------------------------------------ */
+
+static void test_occ_cells(void **state) {
+    (void)state;
+    for (int trial = 0; trial < 150; trial++) {
+        vx_fit_model f;
+        int res[3] = {rand_int(1, 40), rand_int(1, 40), rand_int(1, 40)}, b = rand_int(1, 9);
+        if (trial % 10 == 0) res[trial / 10 % 3] = 1;
+        double lo[3] = {-1, -1, -1}, hi[3] = {1, 1, 1};
+        float bg[3] = {1, 1, 1};
+        assert_int_equal(vx_fit_model_init_cpu(&f, res, 0, lo, hi, 0.5f, 1.0f, bg, 0.1f), 0);
+        size_t nv = (size_t)res[0] * res[1] * res[2];
+        double p = vx_test_uniform(0, 0.02);
+        for (size_t i = 0; i < nv; i++) /* sparse positive densities, the rest negative or zero */
+            f.data[i * f.nc] = vx_test_rand() < p ? (float)vx_test_uniform(0.01, 2) : (vx_test_rand() < 0.5 ? 0.0f : -1.0f);
+        assert_int_equal(vx_fit_occupancy_cpu(&f, b), 0);
+        int *on = f.occ_n;
+        size_t ncell = (size_t)on[0] * on[1] * on[2];
+        unsigned char *mine = calloc(ncell, 1);
+        for (int z = 0; z < res[2]; z++)
+            for (int y = 0; y < res[1]; y++)
+                for (int x = 0; x < res[0]; x++) {
+                    if (!(f.data[(((size_t)z * res[1] + y) * res[0] + x) * f.nc] > 0.0f)) continue;
+                    int c0[3], c1[3], q[3] = {x, y, z};
+                    for (int a = 0; a < 3; a++) vx_fit_occ_cells(q[a], b, on[a], &c0[a], &c1[a]);
+                    for (int cz = c0[2]; cz <= c1[2]; cz++)
+                        for (int cy = c0[1]; cy <= c1[1]; cy++)
+                            for (int cx = c0[0]; cx <= c1[0]; cx++) mine[((size_t)cz * on[1] + cy) * on[0] + cx] = 1;
+                }
+        for (size_t i = 0; i < ncell; i++)
+            if (mine[i] != f.occ[i]) {
+                fprintf(stderr, "occ_cells: lattice %dx%dx%d, cell %d: cell %zu is %d, the builder says %d\n", res[0],
+                        res[1], res[2], b, i, mine[i], f.occ[i]);
+                fail();
+            }
+        free(mine);
+        vx_fit_model_free(&f);
+    }
+}
+
+/* ---- Adam consumes the gradient; wmax only when tracked ---------------------------------------- */
+
+static void test_adam_consumes_grad(void **state) {
+    (void)state;
+    vx_fit_model f;
+    random_model(&f, 1);
+    size_t nv = (size_t)f.nx * f.ny * f.nz, n = nv * f.nc;
+    float *g0 = malloc(n * sizeof(float)), *d0 = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) /* |g| >> eps, so the first step is lr to float precision */
+        f.grad[i] = (float)(vx_test_uniform(0.1, 1) * (vx_test_rand() < 0.5 ? -1 : 1));
+    for (size_t i = 0; i < nv; i++)
+        if (vx_test_rand() < 0.3) { f.alive[i] = 0; memset(f.data + i * f.nc, 0, f.nc * sizeof(float)); }
+    memcpy(g0, f.grad, n * sizeof(float));
+    memcpy(d0, f.data, n * sizeof(float));
+    vx_fit_hparams hp;
+    vx_fit_hparams_default(&hp);
+    vx_fit_adam_step_cpu(&f, &hp, 0.3f, 0.01f);
+    for (size_t i = 0; i < n; i++) {
+        if (f.alive[i / f.nc]) {
+            assert_true(f.grad[i] == 0.0f);
+            float lr = i % f.nc == 0 ? 0.3f : 0.01f; /* the first step moves by lr against the gradient's sign */
+            assert_true(fabsf(f.data[i] - (d0[i] - (g0[i] > 0 ? lr : -lr))) < 1e-5f);
+        } else {
+            assert_true(f.grad[i] == g0[i] && f.data[i] == 0.0f);
+        }
+    }
+    free(g0); free(d0);
+    vx_fit_model_free(&f);
+}
+
+static void test_track_wmax(void **state) {
+    (void)state;
+    vx_fit_model f;
+    random_model(&f, 0);
+    assert_int_equal(f.track_wmax, 1);
+    size_t nv = (size_t)f.nx * f.ny * f.nz;
+    for (size_t i = 0; i < nv; i++) f.data[i * f.nc] = (float)vx_test_uniform(0.5, 1.5);
+    vx_fit_batch b;
+    assert_int_equal(vx_fit_batch_alloc(&b, 16), 0);
+    for (int r = 0; r < b.n; r++) {
+        vx_vec3 o, d;
+        random_ray(&f, &o, &d);
+        b.origin[3 * r] = o.x; b.origin[3 * r + 1] = o.y; b.origin[3 * r + 2] = o.z;
+        b.dir[3 * r] = d.x; b.dir[3 * r + 1] = d.y; b.dir[3 * r + 2] = d.z;
+        for (int q = 0; q < 3; q++) b.target[3 * r + q] = 0.5f;
+    }
+    f.track_wmax = 0;
+    vx_fit_rays_backward_cpu(&f, &b, NULL);
+    for (size_t i = 0; i < nv; i++) assert_true(f.wmax[i] == 0.0f);
+    f.track_wmax = 1;
+    vx_fit_rays_backward_cpu(&f, &b, NULL);
+    float mx = 0.0f;
+    for (size_t i = 0; i < nv; i++) mx = fmaxf(mx, f.wmax[i]);
+    assert_true(mx > 0.0f);
+    /* resizing keeps the switch */
+    f.track_wmax = 0;
+    int res[3] = {4, 4, 4};
+    assert_int_equal(vx_fit_model_resize_cpu(&f, res), 0);
+    assert_int_equal(f.track_wmax, 0);
+    vx_fit_batch_free(&b);
     vx_fit_model_free(&f);
 }
 
@@ -964,6 +1415,11 @@ int main(void) {
         cmocka_unit_test(test_batch_backward),   cmocka_unit_test(test_mse_backward),
         cmocka_unit_test(test_adam),             cmocka_unit_test(test_tv_grad),
         cmocka_unit_test(test_upsample),         cmocka_unit_test(test_prune),
+        cmocka_unit_test(test_pick_pixel),       cmocka_unit_test(test_sample_batch),
+        cmocka_unit_test(test_resample),         cmocka_unit_test(test_resample_alive),
+        cmocka_unit_test(test_alive_bounds),     cmocka_unit_test(test_crop_box),
+        cmocka_unit_test(test_occ_cells),        cmocka_unit_test(test_adam_consumes_grad),
+        cmocka_unit_test(test_track_wmax),
         cmocka_unit_test(test_write_scene_roundtrip), cmocka_unit_test(test_dataset_good),
         cmocka_unit_test(test_dataset_bad),      cmocka_unit_test(test_metrics),
         cmocka_unit_test(test_end_to_end),       cmocka_unit_test(test_commands),

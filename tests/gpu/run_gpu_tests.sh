@@ -2,7 +2,8 @@
 # run_gpu_tests.sh - `make test-gpu` on a machine with a CUDA device: makes small
 # sample scenes, runs every GPU test binary given (CUDA against the CPU reference),
 # then compute-sanitizer memcheck and racecheck on a small render and on the kernel
-# and fit tests when compute-sanitizer is found. Environment: VOXRAY, BUILD; RES (scene size).
+# and fit tests when compute-sanitizer is found (the fit test with fewer trials:
+# VX_FIT_GPU_QUICK). Environment: VOXRAY, BUILD; RES (scene size).
 VOXRAY=${VOXRAY:-${BUILD:-build}/voxray}
 RES=${RES:-64}
 failed=0
@@ -32,7 +33,7 @@ if [ -n "$san" ]; then
         for t in "$@"; do
             case "$t" in *kernels*|*fit*)
                 echo "== compute-sanitizer --tool $tool: $t"
-                "$san" --tool "$tool" --error-exitcode 9 "$t" >"$dir/san.log" 2>&1 ||
+                VX_FIT_GPU_QUICK=1 "$san" --tool "$tool" --error-exitcode 9 "$t" >"$dir/san.log" 2>&1 ||
                     { cat "$dir/san.log"; echo "FAILED: $tool $t"; failed=$((failed + 1)); }
                 tail -n 3 "$dir/san.log";;
             esac

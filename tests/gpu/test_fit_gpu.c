@@ -1,7 +1,9 @@
 /* test_fit_gpu.c - the CUDA fit steps (kernels/fit.cu) against the CPU reference
  * (fit_cpu.c, itself checked against finite differences in tests/test_fit.c) on fresh
- * random problems: ray backward with and without occupancy, TV, Adam, prune, upsample,
- * and a short training run on both. Needs a GPU: run by `make test-gpu`. */
+ * random problems: ray backward (kernel versions 1 and 2, host batches and rays drawn on
+ * the device) with and without occupancy, TV, Adam, occupancy from the alive voxels,
+ * prune, resample and crop, the validation render, and a short training run on both.
+ * Needs a GPU: run by `make test-gpu`. VX_FIT_GPU_QUICK=1 runs fewer trials (sanitizers). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +15,8 @@
 #include <time.h>
 #include <cmocka.h>
 
+#include "camera.h"
+#include "dataset.h"
 #include "fit.h"
 #include "vx_common.h"
 #include "vx_cuda.h"
@@ -20,6 +24,7 @@
 #define OK(call) do { if ((call) != 0) fail_msg("%s: %s", #call, vx_errmsg()); } while (0)
 
 static uint64_t g_state;
+static int g_trials = 8; /* 2 with VX_FIT_GPU_QUICK */
 static double urand(void) { return vx_rand01(&g_state); }
 static double uni(double lo, double hi) { return lo + (hi - lo) * urand(); }
 
@@ -32,6 +37,7 @@ static int setup(void **state) {
     }
     const char *s = getenv("VX_SEED");
     g_state = s ? strtoull(s, NULL, 10) : (uint64_t)time(NULL);
+    if (getenv("VX_FIT_GPU_QUICK")) g_trials = 2;
     print_message("device: %s, seed %llu (VX_SEED replays)\n", info, (unsigned long long)g_state);
     return 0;
 }
@@ -76,16 +82,34 @@ static void compare(const float *a, const float *b, size_t n, double tol, double
     if (worst > tol * scale + abs_tol) fail_msg("%s: CPU %.9g GPU %.9g at %zu", what, a[at], b[at], at);
 }
 
+/* As compare(), but up to `allowed` entries may exceed the tolerance: version 2 sums the
+ * colour as sum_j w_j (k_j . b) instead of (sum_j w_j k_j) . b, so where a colour sits
+ * within rounding of the max(0, .) kink the two can take different branches and one
+ * sample's colour gradient differs (seen as isolated entries, never a pattern). */
+static void compare_most(const float *a, const float *b, size_t n, double tol, double abs_tol, size_t allowed,
+                         const char *what) {
+    double scale = 0;
+    size_t bad = 0, at = 0;
+    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(a[i]));
+    for (size_t i = 0; i < n; i++)
+        if (fabs((double)a[i] - b[i]) > tol * scale + abs_tol) { bad++; at = i; }
+    print_message("%s: %zu of %zu entries beyond %.3g (scale %.3g)\n", what, bad, n, tol * scale + abs_tol, scale);
+    if (bad > allowed) fail_msg("%s: %zu entries differ (last: CPU %.9g GPU %.9g at %zu)", what, bad, a[at], b[at], at);
+}
+
 static void test_rays_backward(void **state) {
     (void)state;
-    for (int trial = 0; trial < 8; trial++) {
+    for (int trial = 0; trial < 2 * g_trials; trial++) {
         vx_fit_model f, h;
         random_model(&f, trial % 4);
         vx_fit_batch b;
         random_batch(&f, &b, 2000);
-        int occ = trial % 2;
+        int occ = trial % 2, version = 1 + (trial / 2) % 2;
         vx_fit_cuda *g;
         OK(vx_fit_cuda_create(&g, &f, b.n));
+        OK(vx_fit_cuda_set_version(g, version));
+        print_message("trial %d: kernel version %d, SH degree %d, occupancy %s\n", trial, version, f.sh_degree,
+                      occ ? "on" : "off");
         OK(vx_fit_update_params_cuda(g, 1e-4f));
         if (occ) { OK(vx_fit_occupancy_cpu(&f, 4)); OK(vx_fit_occupancy_cuda(g, 4)); }
         vx_fit_zero_grad_cpu(&f);
@@ -99,7 +123,8 @@ static void test_rays_backward(void **state) {
         OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, f.sh_degree, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
         OK(vx_fit_cuda_download(g, &h));
         size_t n = (size_t)f.nx * f.ny * f.nz * f.nc;
-        compare(f.grad, h.grad, n, 1e-4, 1e-8, "grid gradient (atomics reorder the sums)");
+        if (version == 1) compare(f.grad, h.grad, n, 1e-4, 1e-8, "grid gradient (atomics reorder the sums)");
+        else compare_most(f.grad, h.grad, n, 1e-4, 1e-8, 160, "grid gradient (atomics reorder the sums)");
         /* T is a product over hundreds of samples and the GPU's expf differs by up to 2 ulp:
          * relative error ~ samples x ulp ~ 2e-5 (seen 1.1e-5 on the H200), so allow 1e-4 */
         compare(f.wmax, h.wmax, (size_t)f.nx * f.ny * f.nz, 1e-4, 1e-7, "max weights");
@@ -113,7 +138,7 @@ static void test_rays_backward(void **state) {
 
 static void test_tv_adam_prune_upsample(void **state) {
     (void)state;
-    for (int trial = 0; trial < 4; trial++) {
+    for (int trial = 0; trial < g_trials / 2 + 1; trial++) {
         vx_fit_model f, h;
         random_model(&f, trial % 3);
         vx_fit_hparams hp;
@@ -144,6 +169,7 @@ static void test_tv_adam_prune_upsample(void **state) {
         }
         OK(vx_fit_cuda_download(g, &h));
         compare(f.data, h.data, n, 1e-5, 1e-6, "Adam parameters");
+        compare(f.grad, h.grad, n, 0, 0, "gradient left by Adam (consumed where alive)");
         compare(f.adam_v, h.adam_v, n, 1e-5, 1e-12, "Adam second moments");
         /* prune */
         size_t pc = vx_fit_prune_cpu(&f, 1e-3f), pg;
@@ -163,6 +189,163 @@ static void test_tv_adam_prune_upsample(void **state) {
         vx_fit_cuda_destroy(g);
         vx_fit_model_free(&f);
         vx_fit_model_free(&h);
+    }
+}
+
+/* A model whose dead voxels hold zero (the invariant training keeps), about `dead` of them. */
+static void random_pruned_model(vx_fit_model *f, int deg, double dead) {
+    random_model(f, deg);
+    size_t nv = (size_t)f->nx * f->ny * f->nz;
+    for (size_t i = 0; i < nv; i++) {
+        f->alive[i] = urand() >= dead;
+        if (!f->alive[i]) memset(f->data + i * f->nc, 0, f->nc * sizeof(float));
+    }
+}
+
+/* Occupancy built on the device from the alive voxels equals the CPU's dense build. */
+static void test_occupancy_from_alive(void **state) {
+    (void)state;
+    for (int trial = 0; trial < g_trials; trial++) {
+        vx_fit_model f;
+        random_pruned_model(&f, trial % 3, uni(0.2, 0.95));
+        int cell = 1 + (int)(urand() * 8);
+        vx_fit_cuda *g;
+        OK(vx_fit_cuda_create(&g, &f, 16));
+        OK(vx_fit_occupancy_cpu(&f, cell));
+        OK(vx_fit_occupancy_cuda(g, cell));
+        size_t count = (size_t)f.occ_n[0] * f.occ_n[1] * f.occ_n[2];
+        unsigned char *occ = malloc(count);
+        OK(vx_fit_cuda_occupancy(g, occ, count));
+        size_t set = 0;
+        for (size_t i = 0; i < count; i++) set += f.occ[i];
+        print_message("cell %d: %zu of %zu cells occupied\n", cell, set, count);
+        assert_memory_equal(f.occ, occ, count);
+        free(occ);
+        vx_fit_cuda_destroy(g);
+        vx_fit_model_free(&f);
+    }
+}
+
+/* Resampling into a random sub-box (the crop between stages) and the alive bounds. */
+static void test_resample_crop(void **state) {
+    (void)state;
+    for (int trial = 0; trial < g_trials; trial++) {
+        vx_fit_model f, h;
+        random_pruned_model(&f, trial % 4, uni(0.3, 0.9));
+        vx_fit_cuda *g;
+        OK(vx_fit_cuda_create(&g, &f, 16));
+        int lc[3], hc[3], lg[3], hg[3];
+        size_t nc_alive = vx_fit_alive_bounds_cpu(&f, lc, hc), ng_alive;
+        OK(vx_fit_alive_bounds_cuda(g, lg, hg, &ng_alive));
+        assert_int_equal(nc_alive, ng_alive);
+        assert_int_equal(nc_alive, vx_fit_cuda_alive(g));
+        assert_memory_equal(lc, lg, sizeof lc);
+        assert_memory_equal(hc, hg, sizeof hc);
+        double lo[3], hi[3];
+        int res[3];
+        for (int a = 0; a < 3; a++) {
+            double l = f.box_lo[a], e = f.box_hi[a] - l;
+            lo[a] = l + uni(-0.1, 0.4) * e; /* may start outside the old box: border values */
+            hi[a] = lo[a] + uni(0.3, 0.8) * e;
+            res[a] = 3 + (int)(urand() * 30);
+        }
+        OK(vx_fit_resample_cpu(&f, lo, hi, res));
+        OK(vx_fit_resample_cuda(g, lo, hi, res));
+        memset(&h, 0, sizeof h);
+        OK(vx_fit_model_init_cpu(&h, res, f.sh_degree, lo, hi, f.step, f.density_scale, f.bg, 0));
+        OK(vx_fit_cuda_download(g, &h));
+        size_t nv = (size_t)res[0] * res[1] * res[2];
+        assert_memory_equal(f.alive, h.alive, nv);
+        compare(f.data, h.data, nv * f.nc, 1e-6, 1e-7, "resampled parameters");
+        for (int a = 0; a < 3; a++) {
+            assert_true(h.box_lo[a] == lo[a] && h.box_hi[a] == hi[a]);
+        }
+        assert_true(h.density_scale == f.density_scale);
+        vx_fit_cuda_destroy(g);
+        vx_fit_model_free(&f);
+        vx_fit_model_free(&h);
+    }
+}
+
+/* A small posed dataset of random photos: cameras on a sphere around the model's box. */
+static void random_dataset(const vx_fit_model *f, vx_dataset *d, int views, int w, int h) {
+    memset(d, 0, sizeof *d);
+    d->n = views; d->width = w; d->height = h;
+    d->rgb = malloc((size_t)views * w * h * 3 * sizeof(float));
+    d->cams = calloc((size_t)views, sizeof(vx_camera));
+    d->names = calloc((size_t)views, sizeof *d->names);
+    assert_non_null(d->rgb); assert_non_null(d->cams); assert_non_null(d->names);
+    for (size_t i = 0; i < (size_t)views * w * h * 3; i++) d->rgb[i] = (float)urand();
+    double c[3] = {0.5 * (f->box_lo[0] + f->box_hi[0]), 0.5 * (f->box_lo[1] + f->box_hi[1]),
+                   0.5 * (f->box_lo[2] + f->box_hi[2])};
+    for (int v = 0; v < views; v++) {
+        double up[3] = {0, 1, 0};
+        OK(vx_camera_orbit(&d->cams[v], c, uni(0, 360), uni(-60, 60), uni(3, 5), up, uni(30, 60), w, h));
+        snprintf(d->names[v], sizeof d->names[v], "random_%d", v);
+    }
+}
+
+/* Rays drawn on the device (version 2) are the rays vx_fit_sample_batch draws on the host. */
+static void test_sampled_rays(void **state) {
+    (void)state;
+    for (int trial = 0; trial < g_trials / 2 + 1; trial++) {
+        vx_fit_model f, h;
+        random_model(&f, (trial + 2) % 4);
+        vx_dataset d;
+        random_dataset(&f, &d, 3 + trial, 17 + trial, 13);
+        int n = 3000;
+        uint64_t seed = vx_splitmix64(&g_state);
+        vx_fit_batch b;
+        OK(vx_fit_batch_alloc(&b, n));
+        vx_fit_sample_batch(&d, seed, &b);
+        vx_fit_cuda *g;
+        OK(vx_fit_cuda_create(&g, &f, 16));
+        OK(vx_fit_cuda_set_views(g, &d));
+        OK(vx_fit_update_params_cuda(g, 1e-4f));
+        OK(vx_fit_occupancy_cpu(&f, 4));
+        OK(vx_fit_occupancy_cuda(g, 4));
+        vx_fit_zero_grad_cpu(&f);
+        OK(vx_fit_zero_grad_cuda(g));
+        double lc = vx_fit_rays_backward_cpu(&f, &b, NULL), lg;
+        OK(vx_fit_rays_sampled_cuda(g, n, seed, &lg));
+        print_message("sampled rays: loss CPU %.8f GPU %.8f\n", lc, lg);
+        assert_true(fabs(lc - lg) <= 1e-5 * lc + 1e-9);
+        memset(&h, 0, sizeof h);
+        OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, f.sh_degree, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
+        OK(vx_fit_cuda_download(g, &h));
+        size_t nv = (size_t)f.nx * f.ny * f.nz;
+        compare_most(f.grad, h.grad, nv * f.nc, 1e-4, 1e-8, 160, "gradient from device-drawn rays");
+        compare(f.wmax, h.wmax, nv, 1e-4, 1e-7, "max weights from device-drawn rays");
+        vx_fit_cuda_destroy(g);
+        vx_fit_batch_free(&b);
+        vx_dataset_free(&d);
+        vx_fit_model_free(&f);
+        vx_fit_model_free(&h);
+    }
+}
+
+/* The validation render on the device matches the renderer on the CPU. */
+static void test_render(void **state) {
+    (void)state;
+    for (int trial = 0; trial < g_trials / 2 + 1; trial++) {
+        vx_fit_model f;
+        random_pruned_model(&f, trial % 4, 0.3);
+        vx_dataset d;
+        random_dataset(&f, &d, 1, 40, 30);
+        vx_fit_cuda *g;
+        OK(vx_fit_cuda_create(&g, &f, 16));
+        OK(vx_fit_update_params_cuda(g, 1e-4f));
+        OK(vx_fit_occupancy_cuda(g, 8));
+        float *rgb = malloc((size_t)40 * 30 * 3 * sizeof(float));
+        OK(vx_fit_render_cuda(g, &d.cams[0], rgb));
+        vx_frame fr;
+        OK(vx_fit_render_view(&f, &d, 0, &fr));
+        compare(fr.rgb, rgb, (size_t)40 * 30 * 3, 1e-4, 1e-5, "validation render");
+        vx_frame_free(&fr);
+        free(rgb);
+        vx_fit_cuda_destroy(g);
+        vx_dataset_free(&d);
+        vx_fit_model_free(&f);
     }
 }
 
@@ -211,6 +394,10 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rays_backward),
         cmocka_unit_test(test_tv_adam_prune_upsample),
+        cmocka_unit_test(test_occupancy_from_alive),
+        cmocka_unit_test(test_resample_crop),
+        cmocka_unit_test(test_sampled_rays),
+        cmocka_unit_test(test_render),
         cmocka_unit_test(test_training_steps),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

@@ -1,0 +1,198 @@
+/* bench_fit.c - `voxray bench fit SCENE DATASET`: times the training steps of `voxray fit`
+ * on a fitted scene (so the occupancy and the alive voxels are those of a real run):
+ * ray kernel versions 1 and 2, TV, Adam and the occupancy rebuild, in ms per step, rays/s
+ * and GB/s, next to the device's measured copy bandwidth. Needs a CUDA device. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "cli.h"
+#include "dataset.h"
+#include "fit.h"
+#include "scene.h"
+#include "vx_common.h"
+#ifdef VX_HAVE_CUDA
+#include "vx_cuda.h"
+#endif
+
+static void vx__bench_fit_usage(FILE *o) {
+    fprintf(o, "usage: voxray bench fit SCENE DATASET [--batch RAYS] [--steps K] [--downscale F]\n"
+               "Times the `voxray fit` steps on the CUDA device with SCENE (a scene `voxray fit`\n"
+               "wrote: sh decoder, relu density) as the model and DATASET's training views (every\n"
+               "8th held out, as fit does): median ms per step over K steps (default 20) of RAYS\n"
+               "rays (default 131072) for ray kernel versions 1 and 2, TV, Adam, occupancy and a\n"
+               "whole step.\n");
+}
+
+#ifdef VX_HAVE_CUDA
+static int vx__cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The model `voxray fit` would hold after training SCENE: its grid, alive where any channel
+ * is non-zero (training zeroes exactly the dead voxels). */
+static int vx__model_from_scene(const vx_scene *s, vx_fit_model *f) {
+    const vx_grid *g = &s->grid;
+    if (s->dec.type != VX_DEC_SH || s->dec.density_act != VX_DACT_RELU || s->dec.color_act != VX_CACT_PLENOXELS)
+        return vx_error("%s: not a scene `voxray fit` writes (sh decoder, relu density, plenoxels colour)", g->source);
+    double lo[3], hi[3];
+    vx_grid_world_bounds(g, lo, hi);
+    int res[3] = {g->nx, g->ny, g->nz};
+    if (vx_fit_model_init_cpu(f, res, s->dec.sh_degree, lo, hi, s->step, s->dec.density_scale, s->background, 0.0f))
+        return -1;
+    if (f->nc != g->nc) { vx_fit_model_free(f); return vx_error("%s: %d channels for SH degree %d", g->source, g->nc, s->dec.sh_degree); }
+    size_t nv = (size_t)g->nx * g->ny * g->nz;
+    memcpy(f->data, g->data, nv * g->nc * sizeof(float));
+    for (size_t i = 0; i < nv; i++) {
+        unsigned char a = 0;
+        for (int c = 0; c < g->nc && !a; c++) a = g->data[i * g->nc + c] != 0.0f;
+        f->alive[i] = a;
+    }
+    return 0;
+}
+
+/* Median of k timed calls of one step kind; returns -1 on the first failure. */
+typedef int (*vx__step_fn)(vx_fit_cuda *g, void *ctx, int k);
+
+static int vx__time(vx_fit_cuda *g, vx__step_fn fn, void *ctx, int k, double *ms) {
+    double *t = vx_calloc((size_t)k, sizeof *t, "bench times");
+    if (!t) return -1;
+    for (int i = -2; i < k; i++) { /* two warm-up calls */
+        if (vx_cuda_sync()) { free(t); return -1; }
+        double t0 = vx_now();
+        if (fn(g, ctx, i + 2) || vx_cuda_sync()) { free(t); return -1; }
+        if (i >= 0) t[i] = 1e3 * (vx_now() - t0);
+    }
+    qsort(t, (size_t)k, sizeof *t, vx__cmp);
+    *ms = t[k / 2];
+    free(t);
+    return 0;
+}
+
+typedef struct {
+    const vx_dataset *d;
+    vx_fit_batch *b;
+    int batch;
+    vx_fit_hparams hp;
+} vx__bench_ctx;
+
+static int vx__rays_v1(vx_fit_cuda *g, void *ctx, int k) {
+    vx__bench_ctx *c = ctx;
+    double loss;
+    vx_fit_sample_batch(c->d, 1000 + (uint64_t)k, c->b); /* host sampling + upload: version 1's path */
+    return vx_fit_cuda_set_version(g, 1) || vx_fit_rays_backward_cuda(g, c->b, NULL, &loss);
+}
+static int vx__rays_v2(vx_fit_cuda *g, void *ctx, int k) {
+    vx__bench_ctx *c = ctx;
+    double loss;
+    return vx_fit_rays_sampled_cuda(g, c->batch, 1000 + (uint64_t)k, &loss);
+}
+static int vx__tv(vx_fit_cuda *g, void *ctx, int k) {
+    vx__bench_ctx *c = ctx;
+    return vx_fit_tv_backward_cuda(g, c->hp.tv_sigma, c->hp.tv_sh, c->hp.tv_fraction, (uint64_t)k, c->hp.tv_eps, NULL);
+}
+/* Adam with zero rates (the model stays as loaded); dense, so every alive parameter is
+ * read and written whatever the gradient holds: a bandwidth figure. */
+static int vx__adam(vx_fit_cuda *g, void *ctx, int k) {
+    vx__bench_ctx *c = ctx;
+    vx_fit_hparams h = c->hp;
+    (void)k;
+    h.lazy = 0;
+    return vx_fit_adam_step_cuda(g, &h, 0.0f, 0.0f);
+}
+/* One whole training step as `voxray fit` runs it (zero rates: the model does not move). */
+static int vx__full(vx_fit_cuda *g, void *ctx, int k) {
+    vx__bench_ctx *c = ctx;
+    double loss;
+    return vx_fit_occupancy_cuda(g, 8) || vx_fit_rays_sampled_cuda(g, c->batch, 5000 + (uint64_t)k, &loss) ||
+           vx__tv(g, ctx, k) || vx_fit_adam_step_cuda(g, &c->hp, 0.0f, 0.0f);
+}
+static int vx__occ(vx_fit_cuda *g, void *ctx, int k) {
+    (void)ctx; (void)k;
+    return vx_fit_occupancy_cuda(g, 8);
+}
+#endif
+
+int vx_bench_fit(int argc, char **argv) {
+    const char *scene = NULL, *dataset = NULL;
+    int batch = 131072, steps = 20, downscale = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int bad = 0;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { vx__bench_fit_usage(stdout); return 0; }
+        if ((!strcmp(a, "--batch") || !strcmp(a, "--steps") || !strcmp(a, "--downscale")) && i + 1 >= argc) {
+            fprintf(stderr, "voxray bench fit: %s needs a value\n", a);
+            return 2;
+        }
+        if (!strcmp(a, "--batch")) bad = vx_parse_int(a, argv[++i], 1, 1 << 24, &batch);
+        else if (!strcmp(a, "--steps")) bad = vx_parse_int(a, argv[++i], 1, 100000, &steps);
+        else if (!strcmp(a, "--downscale")) bad = vx_parse_int(a, argv[++i], 1, 64, &downscale);
+        else if (a[0] == '-' && a[1]) { fprintf(stderr, "voxray bench fit: unknown option '%s'\n", a); return 2; }
+        else if (!scene) scene = a;
+        else if (!dataset) dataset = a;
+        else { fprintf(stderr, "voxray bench fit: unexpected argument '%s'\n", a); return 2; }
+        if (bad) { fprintf(stderr, "voxray bench fit: %s\n", vx_errmsg()); return 2; }
+    }
+    if (!scene || !dataset) { vx__bench_fit_usage(stderr); return 2; }
+#ifndef VX_HAVE_CUDA
+    fprintf(stderr, "voxray bench fit: this voxray was built without CUDA\n");
+    return 1;
+#else
+    char info[256];
+    if (!vx_cuda_probe(info, sizeof info)) { fprintf(stderr, "voxray bench fit: no usable CUDA device (%s)\n", info); return 1; }
+    vx_scene s;
+    vx_load_opts lo;
+    memset(&lo, 0, sizeof lo);
+    vx_dataset all, train, held;
+    vx_fit_model f;
+    vx_fit_batch b;
+    vx_fit_cuda *g = NULL;
+    memset(&all, 0, sizeof all); memset(&train, 0, sizeof train); memset(&held, 0, sizeof held);
+    memset(&f, 0, sizeof f); memset(&b, 0, sizeof b);
+    int rc = 1;
+    if (vx_scene_load(scene, &lo, &s)) { fprintf(stderr, "voxray bench fit: %s\n", vx_errmsg()); return 1; }
+    double copy_gbs = 0.0;
+    if (vx__model_from_scene(&s, &f) || vx_dataset_load(dataset, "train", downscale, &all) ||
+        vx_dataset_holdout(&all, 8, &train, &held) || vx_fit_batch_alloc(&b, batch) ||
+        vx_fit_cuda_create(&g, &f, batch) || vx_fit_cuda_set_views(g, &train) || vx_fit_update_params_cuda(g, 1e-4f) ||
+        vx_fit_occupancy_cuda(g, 8) || vx_bench_copy_bandwidth(&copy_gbs))
+        goto done;
+    vx__bench_ctx ctx;
+    ctx.d = &train; ctx.b = &b; ctx.batch = batch;
+    vx_fit_hparams_default(&ctx.hp);
+    size_t alive = vx_fit_cuda_alive(g), nv = (size_t)f.nx * f.ny * f.nz;
+    printf("bench fit: %s, %dx%dx%d x %d channels, %zu of %zu voxels alive; %d views %dx%d; %s\n", scene, f.nx, f.ny,
+           f.nz, f.nc, alive, nv, train.n, train.width, train.height, info);
+    printf("copy bandwidth (device to device, read + write): %.0f GB/s\n", copy_gbs);
+    printf("  %-46s %10s %14s %10s\n", "step", "ms/step", "rays/s", "GB/s");
+    struct { const char *name; vx__step_fn fn; int rays; double bytes; } rows[] = {
+        {"rays v1 (generic, host-drawn rays)", vx__rays_v1, 1, 0},
+        {"rays v2 (SH-specialised, device rays)", vx__rays_v2, 1, 0},
+        {"TV (10% of alive voxels)", vx__tv, 0, 0},
+        {"Adam (alive voxels, dense)", vx__adam, 0, (double)alive * f.nc * 4 * 4 * 2},
+        {"occupancy from alive voxels", vx__occ, 0, 0},
+        {"whole step (occupancy, rays v2, TV, lazy Adam)", vx__full, 1, 0},
+    };
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        double ms;
+        if (vx__time(g, rows[r].fn, &ctx, steps, &ms)) goto done;
+        char rays[32] = "", gbs[32] = "";
+        if (rows[r].rays) snprintf(rays, sizeof rays, "%.0f", batch / (ms * 1e-3));
+        if (rows[r].bytes > 0) snprintf(gbs, sizeof gbs, "%.0f", rows[r].bytes / (ms * 1e-3) / 1e9);
+        printf("  %-46s %10.3f %14s %10s\n", rows[r].name, ms, rays, gbs);
+    }
+    printf("(Adam's GB/s counts parameters, gradient and both moments, each read and written)\n");
+    rc = 0;
+done:
+    if (rc) fprintf(stderr, "voxray bench fit: %s\n", vx_errmsg());
+    vx_fit_cuda_destroy(g);
+    vx_fit_batch_free(&b);
+    vx_fit_model_free(&f);
+    vx_dataset_free(&all); vx_dataset_free(&train); vx_dataset_free(&held);
+    vx_scene_free(&s);
+    return rc;
+#endif
+}
