@@ -486,7 +486,7 @@ static void vx__fit_usage(FILE *o) {
             "  --bbox x0,y0,z0,x1,y1,z1  world box (default: from the cameras)\n"
             "  --step S             segment length in voxels (default 0.5)\n"
             "  --lr-sigma A --lr-sh B    Adam step sizes (default 0.5, 0.02)\n"
-            "  --tv-sigma A --tv-sh B    total-variation weights per 4096 rays of batch (default 1e-7)\n"
+            "  --tv-sigma A --tv-sh B    total-variation weights per 4096 rays of batch (default 0: off)\n"
             "  --seed S             random seed (default 1)\n"
             "  --max-seconds S      stop once training (validation excluded) has taken S seconds\n"
             "  --time-curve         held-out PSNR after 15, 30, 60, 120 and 300 s of training\n"
