@@ -290,13 +290,6 @@ extern "C" void vx_fit_cuda_timings(vx_fit_cuda *g, double ms[4]) {
     for (int k = 0; k < 4; k++) { ms[k] = g->prof_ms[k]; g->prof_ms[k] = 0.0; }
 }
 
-extern "C" size_t vx_fit_cuda_bytes(const vx_fit_cuda *g) {
-    size_t nv = vx__nv(&g->m);
-    return nv * g->m.nc * 4 * sizeof(float) + nv * (sizeof(float) + 1 + sizeof(unsigned)) + g->occ_count +
-           (size_t)g->max_batch * 13 * sizeof(float) + (size_t)g->views * g->vw * g->vh * 3 * sizeof(float) +
-           g->render_cap * sizeof(float);
-}
-
 extern "C" int vx_fit_cuda_set_version(vx_fit_cuda *g, int version) {
     if (version != 1 && version != 2) return vx_error("fit: ray kernel version %d (1 or 2)", version);
     g->version = version;

@@ -308,9 +308,9 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
         double t0 = vx_now(), loss;
         float decay = powf(cfg->hp.lr_final_factor, (float)p);
         uint64_t ray_seed = vx_splitmix64(&rng), tv_seed = vx_splitmix64(&rng);
-        /* every 20th step on the device is timed kernel by kernel (the waits cost little) */
-        int prof = VX__ON_GPU(&t) && it % 20 == 0;
 #ifdef VX_HAVE_CUDA
+        /* every 20th step on the device is timed kernel by kernel (the waits cost little) */
+        int prof = t.g && it % 20 == 0;
         if (t.g) vx_fit_cuda_profile(t.g, prof);
 #endif
         if (vx__step(&t, cfg, train, &b, decay, ray_seed, tv_seed, &loss)) goto done;

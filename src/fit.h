@@ -165,8 +165,6 @@ int vx_fit_update_params_cuda(vx_fit_cuda *g, float stop);
 const vx_fit_model *vx_fit_cuda_model(const vx_fit_cuda *g);
 /* Alive voxels (the list the Adam, TV and occupancy kernels run over). */
 size_t vx_fit_cuda_alive(const vx_fit_cuda *g);
-/* Device memory this model holds now, bytes (parameters, moments, views, buffers). */
-size_t vx_fit_cuda_bytes(const vx_fit_cuda *g);
 void vx_fit_track_weights_cuda(vx_fit_cuda *g, int on);
 /* Copy the device occupancy grid (vx_fit_occupancy_cuda's, count cells) to occ. */
 int vx_fit_cuda_occupancy(const vx_fit_cuda *g, unsigned char *occ, size_t count);
