@@ -1372,11 +1372,17 @@ static void test_commands(void **state) {
     vx_scene_free(&back);
     const char *eval[] = {"eval", out, dir, "--split", "train", "--every", "8", "--backend", "cpu", NULL};
     assert_int_equal(run_cmd(vx_cmd_eval, eval), 0);
-    /* the camera box when no --bbox is given, and sh degree 1 */
+    /* the camera box when no --bbox is given, sh degree 1, two stages ending where told,
+     * without the crop (the lattice is exactly the last --res) and with dense Adam */
     snprintf(out, sizeof out, "%s/orbs_fit2", vx_test_tmpdir());
-    const char *fit2[] = {"fit", dir, "-o", out, "--res", "12", "--iters", "5", "--batch", "64", "--sh-degree", "1",
-                          "--val-every", "0", "--backend", "cpu", NULL};
+    const char *fit2[] = {"fit", dir, "-o", out, "--res", "8,12", "--stage-ends", "0.3", "--no-crop", "--dense-adam",
+                          "--iters", "10", "--batch", "64", "--sh-degree", "1", "--val-every", "0", "--backend", "cpu",
+                          NULL};
     assert_int_equal(run_cmd(vx_cmd_fit, fit2), 0);
+    assert_int_equal(vx_scene_load(out, &lopts, &back), 0);
+    assert_true(back.grid.nx == 12 && back.grid.ny == 12 && back.grid.nz == 12);
+    assert_int_equal(back.dec.sh_degree, 1);
+    vx_scene_free(&back);
 
     /* usage errors: exit 2 */
     const char *u1[] = {"fit", dir, NULL}, *u2[] = {"fit", dir, "-o", out, "--iters", "0", NULL};
@@ -1384,6 +1390,10 @@ static void test_commands(void **state) {
     const char *u5[] = {"fit", dir, "-o", out, "--res", "8,16,32,64,128", NULL}, *u6[] = {"eval", out, NULL};
     const char *u7[] = {"fit", dir, "-o", out, "--bbox", "1,1,1,0,0,0", NULL};
     const char *u8[] = {"fit", dir, "-o", out, "--backend", "gpu", NULL};
+    const char *u9[] = {"fit", dir, "-o", out, "--res", "8,16", "--stage-ends", "0.5,0.7", NULL}; /* one too many */
+    const char *u10[] = {"fit", dir, "-o", out, "--res", "8,16,32", "--stage-ends", "0.6,0.4", NULL}; /* falls */
+    const char *u11[] = {"fit", dir, "-o", out, "--res", "8,16", "--stage-ends", "1.5", NULL};
+    const char *u12[] = {"fit", dir, "-o", out, "--res", "8,16,32", "--stage-ends", "0.5", NULL}; /* one short */
     assert_int_equal(run_cmd(vx_cmd_fit, u1), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u2), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u3), 2);
@@ -1392,6 +1402,10 @@ static void test_commands(void **state) {
     assert_int_equal(run_cmd(vx_cmd_eval, u6), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u7), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u8), 2);
+    assert_int_equal(run_cmd(vx_cmd_fit, u9), 2);
+    assert_int_equal(run_cmd(vx_cmd_fit, u10), 2);
+    assert_int_equal(run_cmd(vx_cmd_fit, u11), 2);
+    assert_int_equal(run_cmd(vx_cmd_fit, u12), 2);
     /* bad input: exit 1, nothing written */
     char none[700], out3[700];
     snprintf(none, sizeof none, "%s/no_such_dataset", vx_test_tmpdir());
