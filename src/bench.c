@@ -33,6 +33,11 @@ static int vx__cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+double vx_bench_median(double *t, int n) {
+    qsort(t, (size_t)n, sizeof *t, vx__cmp_double);
+    return t[n / 2];
+}
+
 /* One scene at one size: prints a table row. */
 static int vx__bench_one(const vx_cli_common *cc, const vx_scene *s, int w, int h, int frames, int use_cuda) {
     vx_camera cam;
@@ -81,8 +86,7 @@ static int vx__bench_one(const vx_cli_common *cc, const vx_scene *s, int w, int 
         vx_renderer_destroy(r);
         if (!ok) goto done;
     }
-    qsort(t, (size_t)frames, sizeof *t, vx__cmp_double);
-    double med = t[frames / 2];
+    double med = vx_bench_median(t, frames);
     printf("  %-10s %4dx%-4d %4dx%-4d %-5s %9.3f %9.0f %9.3f %10.2f %8.1f %6.0f%%\n", s->name, s->grid.nx,
            s->grid.nz, w, h, cc->ropts.half ? "f16" : "f32", med, 1e3 / med, e2e, samples / (med * 1e-3) / 1e9,
            hit ? (double)samples / hit : 0.0, 100 * empty);

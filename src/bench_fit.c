@@ -27,11 +27,6 @@ static void vx__bench_fit_usage(FILE *o) {
 }
 
 #ifdef VX_HAVE_CUDA
-static int vx__cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The model `voxray fit` would hold after training SCENE: its grid, alive where any channel
  * is non-zero (training zeroes exactly the dead voxels). */
 static int vx__model_from_scene(const vx_scene *s, vx_fit_model *f) {
@@ -66,8 +61,7 @@ static int vx__time(vx_fit_cuda *g, vx__step_fn fn, void *ctx, int k, double *ms
         if (fn(g, ctx, i + 2) || vx_cuda_sync()) { free(t); return -1; }
         if (i >= 0) t[i] = 1e3 * (vx_now() - t0);
     }
-    qsort(t, (size_t)k, sizeof *t, vx__cmp);
-    *ms = t[k / 2];
+    *ms = vx_bench_median(t, k);
     free(t);
     return 0;
 }

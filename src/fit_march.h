@@ -164,10 +164,7 @@ VX_HD float vx_fit_mse_backward(const float *C, const float *target, float scale
 /* A 64-bit hash of (seed, i) (splitmix64's finaliser): the per-element random numbers
  * both backends draw without sharing a generator's state. */
 VX_HD unsigned long long vx_fit_hash(unsigned long long seed, unsigned long long i) {
-    unsigned long long z = seed + (i + 1ull) * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return vx_mix64(seed + (i + 1ull) * 0x9E3779B97F4A7C15ull);
 }
 
 /* Whether voxel i takes part in this step's TV (a hash of (seed, i) below fraction):

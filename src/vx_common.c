@@ -1,6 +1,7 @@
 /* vx_common.c - the error buffer, checked allocation, file helpers and half floats
  * used by every host module (see vx_common.h). */
 #include "vx_common.h"
+#include "vx_math.h"
 
 #include <errno.h>
 #include <math.h>
@@ -114,12 +115,7 @@ int vx_write_file_atomic(const char *path, const void *data, size_t len) {
     return vx_commit_temp(tmp, path, ok);
 }
 
-uint64_t vx_splitmix64(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+uint64_t vx_splitmix64(uint64_t *state) { return vx_mix64(*state += 0x9E3779B97F4A7C15ull); }
 
 double vx_rand01(uint64_t *state) { return (double)(vx_splitmix64(state) >> 11) / 9007199254740992.0; }
 

@@ -28,6 +28,14 @@ VX_HD vx_vec3 vx_norm(vx_vec3 a) { float l = vx_len(a); return l > 0 ? vx_scale(
 VX_HD float vx_minf(float a, float b) { return a < b ? a : b; }
 VX_HD float vx_maxf(float a, float b) { return a > b ? a : b; }
 VX_HD float vx_clampf(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+/* splitmix64's output function: the stateful generator (vx_splitmix64) and the stateless
+ * per-element hashes both backends draw from (vx_fit_hash) share it. */
+VX_HD unsigned long long vx_mix64(unsigned long long z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
 VX_HD int vx_mini(int a, int b) { return a < b ? a : b; }
 VX_HD int vx_maxi(int a, int b) { return a > b ? a : b; }
 
