@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_view.sh - `voxray view` under Xvfb with the CPU backend: scripted frames whose
 # screenshot must equal `voxray render` pixel for pixel (within 1/255), orbit, resize,
-# the four render modes, shader errors, and a clear failure without a display.
+# the four render modes, a scene written by `voxray fit`, shader errors, and a clear
+# failure without a display.
 # Run by tests/run_tests.sh (VOXRAY, BUILD set); prints "view: N passed, N failed".
 VOXRAY=${VOXRAY:-build/voxray}
 BUILD=${BUILD:-build}
@@ -64,6 +65,23 @@ same orbit "$T/orbs" --size 180x120 --frames 4 --azimuth 10 --elevation 20 --orb
 # a resize halfway: the last frame is rendered at the new size
 same resize "$T/orbs" --size 200x150 --frames 4 --resize 130x170 -- "$T/orbs" --size 130x170
 grep -q "resized to framebuffer 130x170" "$T/resize.log" && ok || bad "resize: no resize line in the log"
+# a scene written by `voxray fit` (a short CPU fit of the mic views at 100x100) opens in
+# the viewer at its saved camera and shows what `voxray render` shows
+MIC=${VX_MIC:-../shared/data/nerf_synthetic_mic}
+if [ -f "$MIC/transforms_train.json" ]; then
+    if $VOXRAY fit "$MIC" -o "$T/micfit" --backend cpu --downscale 8 --res 24 --iters 40 --batch 2048 \
+        --val-every 0 >"$T/fit.log" 2>&1; then
+        same fit "$T/micfit" --size 120x100 --frames 1 -- "$T/micfit" --size 120x100
+        # and that frame is not just the white background
+        $VOXRAY render "$T/micfit" --size 120x100 --density-scale 0 --backend cpu -o "$T/fit.empty.png" -q &&
+            $CMP "$T/fit.view.png" "$T/fit.empty.png" --differ --tol 16 >/dev/null && ok ||
+            bad "the fitted scene shows an empty frame"
+    else
+        bad "fit of $MIC failed"; tail -5 "$T/fit.log"
+    fi
+else
+    bad "$MIC/transforms_train.json not found (set VX_MIC)"
+fi
 grep -q "display: cpu backend, frames uploaded with glTexSubImage2D" "$T/frames.log" && ok ||
     bad "the display path is not reported on stderr"
 
