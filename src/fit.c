@@ -34,6 +34,24 @@ void vx_fit_config_default(vx_fit_config *c) {
     c->log_every = 50;
 }
 
+void vx_fit_config_cuda_defaults(vx_fit_config *c, unsigned set) {
+    static const int res[3] = {128, 256, 512};
+    if (!(set & VX_FIT_SET_RES)) {
+        c->stages = 3;
+        for (int s = 0; s < 3; s++) c->res[s][0] = c->res[s][1] = c->res[s][2] = res[s];
+        if (!(set & VX_FIT_SET_STAGE_ENDS)) {
+            c->stage_end[0] = 0.1;
+            c->stage_end[1] = 0.3;
+        }
+    }
+    if (!(set & VX_FIT_SET_BATCH)) c->batch = 65536;
+    if (!(set & VX_FIT_SET_ITERS)) {
+        c->iters = 100000000; /* the clock ends the run */
+        if (!(set & VX_FIT_SET_MAX_SECONDS)) c->max_seconds = 300;
+    }
+    if (!(set & VX_FIT_SET_VAL_EVERY)) c->val_every = 10000;
+}
+
 /* ---- geometry ---------------------------------------------------------------------------- */
 
 int vx_fit_box_from_cameras(const vx_camera *cams, int n, double lo[3], double hi[3]) {
@@ -469,17 +487,20 @@ static void vx__fit_usage(FILE *o) {
             "\n"
             "  -o, --output DIR     scene directory to write\n"
             "  --res R1[,R2..]      voxels along each box edge per coarse-to-fine stage, up to %d\n"
-            "                       (default 128); after each stage the box shrinks to the voxels that\n"
-            "                       survived pruning, keeping the voxel size edge/R of the first box\n"
+            "                       (default 128; CUDA: 128,256,512); after each stage the box shrinks\n"
+            "                       to the voxels that survived pruning, keeping the voxel size edge/R\n"
+            "                       of the first box\n"
             "  --stage-ends P1[,..] progress fractions at which each stage but the last ends\n"
-            "                       (default: equal shares)\n"
+            "                       (default: equal shares; CUDA without --res: 0.1,0.3)\n"
             "  --no-crop            keep the whole box in every stage\n"
             "  --dense-adam         update every alive parameter each step (default: only those\n"
             "                       with a gradient, i.e. touched by the batch or the TV subset)\n"
-            "  --iters N            total iterations, split evenly over the stages (default 2000)\n"
-            "  --batch RAYS         rays per iteration (default 4096)\n"
+            "  --iters N            total iterations, split evenly over the stages (default 2000;\n"
+            "                       CUDA: no limit, the clock ends the run)\n"
+            "  --batch RAYS         rays per iteration (default 4096; CUDA: 65536)\n"
             "  --sh-degree D        0..3 (default 2)\n"
-            "  --val-every K        validation renders every K iterations, 0: only at the end (default 500)\n"
+            "  --val-every K        validation renders every K iterations, 0: only at the end\n"
+            "                       (default 500; CUDA: 10000)\n"
             "  --val-views N        held-out views in the progress PSNR (default 3)\n"
             "  --val-split NAME     use transforms_NAME.json as the held-out set\n"
             "  --downscale F        average FxF pixel blocks of every photo (default 1)\n"
@@ -489,6 +510,7 @@ static void vx__fit_usage(FILE *o) {
             "  --tv-sigma A --tv-sh B    total-variation weights per 4096 rays of batch (default 0: off)\n"
             "  --seed S             random seed (default 1)\n"
             "  --max-seconds S      stop once training (validation excluded) has taken S seconds\n"
+            "                       (CUDA without --iters: 300, the recorded run of docs/FIT.md)\n"
             "  --time-curve         held-out PSNR after 15, 30, 60, 120 and 300 s of training\n"
             "  --backend auto|cpu|cuda   where to train (default auto)\n"
             "  -h, --help           this text\n",
@@ -558,6 +580,7 @@ int vx_cmd_fit(int argc, char **argv) {
     int sh = 2, downscale = 1, has_bbox = 0, seed = 1;
     double step = 0.5, lo[3], hi[3], dv;
     vx_backend_kind backend = VX_BACKEND_AUTO;
+    unsigned set = 0; /* VX_FIT_SET_*: options given, which CUDA defaults leave alone */
     char msg[600];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -574,11 +597,14 @@ int vx_cmd_fit(int argc, char **argv) {
                 return vx__usage_error("fit", msg);
             }
         if (!strcmp(a, "-o") || !strcmp(a, "--output")) out = argv[++i];
-        else if (!strcmp(a, "--res")) bad = vx__parse_res(argv[++i], &cfg);
-        else if (!strcmp(a, "--iters")) bad = vx_parse_int(a, argv[++i], 1, 100000000, &cfg.iters);
-        else if (!strcmp(a, "--batch")) bad = vx_parse_int(a, argv[++i], 1, 1 << 24, &cfg.batch);
+        else if (!strcmp(a, "--res")) { bad = vx__parse_res(argv[++i], &cfg); set |= VX_FIT_SET_RES; }
+        else if (!strcmp(a, "--iters")) { bad = vx_parse_int(a, argv[++i], 1, 100000000, &cfg.iters); set |= VX_FIT_SET_ITERS; }
+        else if (!strcmp(a, "--batch")) { bad = vx_parse_int(a, argv[++i], 1, 1 << 24, &cfg.batch); set |= VX_FIT_SET_BATCH; }
         else if (!strcmp(a, "--sh-degree")) bad = vx_parse_int(a, argv[++i], 0, 3, &sh);
-        else if (!strcmp(a, "--val-every")) bad = vx_parse_int(a, argv[++i], 0, 100000000, &cfg.val_every);
+        else if (!strcmp(a, "--val-every")) {
+            bad = vx_parse_int(a, argv[++i], 0, 100000000, &cfg.val_every);
+            set |= VX_FIT_SET_VAL_EVERY;
+        }
         else if (!strcmp(a, "--val-views")) bad = vx_parse_int(a, argv[++i], 0, 100000, &cfg.val_views);
         else if (!strcmp(a, "--val-split")) val_split = argv[++i];
         else if (!strcmp(a, "--downscale")) bad = vx_parse_int(a, argv[++i], 1, 64, &downscale);
@@ -590,18 +616,20 @@ int vx_cmd_fit(int argc, char **argv) {
         else if (!strcmp(a, "--tv-sigma")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.tv_sigma = (float)dv; }
         else if (!strcmp(a, "--tv-sh")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.tv_sh = (float)dv; }
         else if (!strcmp(a, "--backend")) bad = vx_backend_parse(argv[++i], &backend);
-        else if (!strcmp(a, "--max-seconds")) bad = vx_parse_double(a, argv[++i], 0, 1e7, &cfg.max_seconds);
+        else if (!strcmp(a, "--max-seconds")) {
+            bad = vx_parse_double(a, argv[++i], 0, 1e7, &cfg.max_seconds);
+            set |= VX_FIT_SET_MAX_SECONDS;
+        }
         else if (!strcmp(a, "--time-curve")) cfg.time_curve = 1;
         else if (!strcmp(a, "--no-crop")) cfg.crop = 0;
         else if (!strcmp(a, "--dense-adam")) cfg.hp.lazy = 0;
-        else if (!strcmp(a, "--stage-ends")) { stage_ends = argv[++i]; }
+        else if (!strcmp(a, "--stage-ends")) { stage_ends = argv[++i]; set |= VX_FIT_SET_STAGE_ENDS; }
         else if (a[0] == '-' && a[1]) { snprintf(msg, sizeof msg, "unknown option '%s'", a); return vx__usage_error("fit", msg); }
         else if (!dataset) dataset = a;
         else { snprintf(msg, sizeof msg, "unexpected argument '%s'", a); return vx__usage_error("fit", msg); }
         if (bad) return vx__usage_error("fit", vx_errmsg());
     }
     if (!dataset) return vx__usage_error("fit", "which dataset? DATASET is a directory with transforms_train.json");
-    if (vx__parse_stage_ends(stage_ends, &cfg)) return vx__usage_error("fit", vx_errmsg());
     if (!out) return vx__usage_error("fit", "where to? -o SCENE_DIR is required");
     /* where to train: CUDA when asked for or (auto) when a device is usable; never a
      * silent fallback */
@@ -611,6 +639,16 @@ int vx_cmd_fit(int argc, char **argv) {
         if (vx_cuda_probe(info, sizeof info)) {
             cfg.use_cuda = 1;
             fprintf(stderr, "voxray: fit: training with CUDA on %s\n", info);
+            vx_fit_config_cuda_defaults(&cfg, set);
+            if (!(set & VX_FIT_SET_RES) || !(set & VX_FIT_SET_BATCH) || !(set & VX_FIT_SET_ITERS) ||
+                !(set & VX_FIT_SET_VAL_EVERY))
+                fprintf(stderr, "voxray: fit: CUDA defaults for the options not given:%s%s%s%s%s%s\n",
+                        set & VX_FIT_SET_RES ? "" : " --res 128,256,512",
+                        set & (VX_FIT_SET_RES | VX_FIT_SET_STAGE_ENDS) ? "" : " --stage-ends 0.1,0.3",
+                        set & VX_FIT_SET_BATCH ? "" : " --batch 65536",
+                        set & VX_FIT_SET_ITERS ? "" : " (no iteration limit)",
+                        set & (VX_FIT_SET_ITERS | VX_FIT_SET_MAX_SECONDS) ? "" : " --max-seconds 300",
+                        set & VX_FIT_SET_VAL_EVERY ? "" : " --val-every 10000");
         } else if (backend == VX_BACKEND_CUDA) {
             fprintf(stderr, "voxray fit: --backend cuda: no usable CUDA device (%s)\n", info);
             return 1;
@@ -626,6 +664,8 @@ int vx_cmd_fit(int argc, char **argv) {
         vx_warn("fit: training on the CPU: this voxray was built without CUDA");
 #endif
     }
+    /* after the CUDA defaults, which may have changed the number of stages */
+    if (vx__parse_stage_ends(stage_ends, &cfg)) return vx__usage_error("fit", vx_errmsg());
     vx_dataset all, train, held;
     memset(&held, 0, sizeof held);
     if (vx_dataset_load(dataset, "train", downscale, &all)) { fprintf(stderr, "voxray fit: %s\n", vx_errmsg()); return 1; }

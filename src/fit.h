@@ -216,6 +216,17 @@ typedef struct {
 
 void vx_fit_config_default(vx_fit_config *c);
 
+/* Options the command line set, for vx_fit_config_cuda_defaults. */
+enum {
+    VX_FIT_SET_RES = 1, VX_FIT_SET_STAGE_ENDS = 2, VX_FIT_SET_ITERS = 4, VX_FIT_SET_BATCH = 8,
+    VX_FIT_SET_MAX_SECONDS = 16, VX_FIT_SET_VAL_EVERY = 32
+};
+/* A CUDA run's defaults for every option not in `set` (VX_FIT_SET_* bits): the recorded
+ * mic schedule of docs/FIT.md: 128,256,512 ending at 0.1 and 0.3, 65536 rays a step,
+ * 5 minutes of training (or --iters alone, without a time limit), validation renders
+ * every 10000 steps. The CPU defaults stay those of vx_fit_config_default. */
+void vx_fit_config_cuda_defaults(vx_fit_config *c, unsigned set);
+
 typedef struct {
     double loss_first, loss_last; /* training loss: mean of the first 20 iterations, and a running
                                    * mean over about the last 20 */

@@ -1423,6 +1423,52 @@ static void test_commands(void **state) {
     vx_grid_free(&s.grid);
 }
 
+/* A CUDA run's defaults fill only what the command line left unset. */
+static void test_cuda_defaults(void **state) {
+    (void)state;
+    vx_fit_config c, d;
+    vx_fit_config_default(&d);
+    c = d;
+    vx_fit_config_cuda_defaults(&c, 0); /* nothing given: the recorded mic run */
+    assert_int_equal(c.stages, 3);
+    assert_int_equal(c.res[0][0], 128);
+    assert_int_equal(c.res[1][1], 256);
+    assert_int_equal(c.res[2][2], 512);
+    assert_true(c.stage_end[0] == 0.1 && c.stage_end[1] == 0.3);
+    assert_int_equal(c.batch, 65536);
+    assert_true(c.max_seconds == 300);
+    assert_true(c.iters >= 10000000);
+    assert_int_equal(c.val_every, 10000);
+    assert_int_equal(c.crop, d.crop);
+    assert_true(c.hp.lr_sigma == d.hp.lr_sigma && c.hp.tv_sigma == d.hp.tv_sigma);
+
+    /* what was given stays: resolutions (and their equal shares), batch, iterations
+     * (then no clock), validation */
+    c = d;
+    c.stages = 2;
+    c.res[1][0] = c.res[1][1] = c.res[1][2] = 64;
+    c.batch = 100;
+    c.iters = 7;
+    c.val_every = 3;
+    vx_fit_config_cuda_defaults(&c, VX_FIT_SET_RES | VX_FIT_SET_BATCH | VX_FIT_SET_ITERS | VX_FIT_SET_VAL_EVERY);
+    assert_int_equal(c.stages, 2);
+    assert_int_equal(c.res[1][0], 64);
+    assert_true(c.stage_end[0] == 0.0);
+    assert_int_equal(c.batch, 100);
+    assert_int_equal(c.iters, 7);
+    assert_true(c.max_seconds == 0);
+    assert_int_equal(c.val_every, 3);
+
+    /* a time budget alone: no iteration limit, the given clock */
+    c = d;
+    c.max_seconds = 42;
+    vx_fit_config_cuda_defaults(&c, VX_FIT_SET_MAX_SECONDS | VX_FIT_SET_STAGE_ENDS);
+    assert_true(c.max_seconds == 42);
+    assert_true(c.iters >= 10000000);
+    assert_int_equal(c.stages, 3);
+    assert_true(c.stage_end[0] == 0.0); /* --stage-ends given: parsed later, not defaulted */
+}
+
 int main(void) {
     vx_test_seed();
     const struct CMUnitTest tests[] = {
@@ -1439,6 +1485,7 @@ int main(void) {
         cmocka_unit_test(test_write_scene_roundtrip), cmocka_unit_test(test_dataset_good),
         cmocka_unit_test(test_dataset_bad),      cmocka_unit_test(test_metrics),
         cmocka_unit_test(test_end_to_end),       cmocka_unit_test(test_commands),
+        cmocka_unit_test(test_cuda_defaults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
