@@ -573,6 +573,28 @@ static int vx__parse_bbox(const char *s, double lo[3], double hi[3]) {
     return 0;
 }
 
+#ifdef VX_HAVE_CUDA
+/* One stderr line naming the values vx_fit_config_cuda_defaults filled in (read back from
+ * the config, so the line cannot disagree with the rule). */
+static void vx__print_cuda_defaults(const vx_fit_config *c, unsigned set) {
+    char line[512];
+    size_t n = 0;
+#define VX__ADD(...) (n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, __VA_ARGS__))
+    if (!(set & VX_FIT_SET_RES)) {
+        VX__ADD(" --res");
+        for (int s = 0; s < c->stages; s++) VX__ADD("%c%d", s ? ',' : ' ', c->res[s][0]);
+        if (!(set & VX_FIT_SET_STAGE_ENDS))
+            for (int s = 0; s + 1 < c->stages; s++) VX__ADD("%s%g", s ? "," : " --stage-ends ", c->stage_end[s]);
+    }
+    if (!(set & VX_FIT_SET_BATCH)) VX__ADD(" --batch %d", c->batch);
+    if (!(set & VX_FIT_SET_ITERS)) VX__ADD(" (no iteration limit)");
+    if (!(set & (VX_FIT_SET_ITERS | VX_FIT_SET_MAX_SECONDS))) VX__ADD(" --max-seconds %g", c->max_seconds);
+    if (!(set & VX_FIT_SET_VAL_EVERY)) VX__ADD(" --val-every %d", c->val_every);
+#undef VX__ADD
+    if (n) fprintf(stderr, "voxray: fit: CUDA defaults for the options not given:%s\n", line);
+}
+#endif
+
 int vx_cmd_fit(int argc, char **argv) {
     const char *dataset = NULL, *out = NULL, *val_split = NULL, *stage_ends = NULL;
     vx_fit_config cfg;
@@ -640,15 +662,7 @@ int vx_cmd_fit(int argc, char **argv) {
             cfg.use_cuda = 1;
             fprintf(stderr, "voxray: fit: training with CUDA on %s\n", info);
             vx_fit_config_cuda_defaults(&cfg, set);
-            if (!(set & VX_FIT_SET_RES) || !(set & VX_FIT_SET_BATCH) || !(set & VX_FIT_SET_ITERS) ||
-                !(set & VX_FIT_SET_VAL_EVERY))
-                fprintf(stderr, "voxray: fit: CUDA defaults for the options not given:%s%s%s%s%s%s\n",
-                        set & VX_FIT_SET_RES ? "" : " --res 128,256,512",
-                        set & (VX_FIT_SET_RES | VX_FIT_SET_STAGE_ENDS) ? "" : " --stage-ends 0.1,0.3",
-                        set & VX_FIT_SET_BATCH ? "" : " --batch 65536",
-                        set & VX_FIT_SET_ITERS ? "" : " (no iteration limit)",
-                        set & (VX_FIT_SET_ITERS | VX_FIT_SET_MAX_SECONDS) ? "" : " --max-seconds 300",
-                        set & VX_FIT_SET_VAL_EVERY ? "" : " --val-every 10000");
+            vx__print_cuda_defaults(&cfg, set);
         } else if (backend == VX_BACKEND_CUDA) {
             fprintf(stderr, "voxray fit: --backend cuda: no usable CUDA device (%s)\n", info);
             return 1;
