@@ -69,7 +69,7 @@ endif
 CFLAGS := $(CFLAGS_BASE) $(OPT)
 
 # ---- sources ----------------------------------------------------------------------------
-LIB_SRC  := $(filter-out src/main.c,$(wildcard src/*.c src/formats/*.c))
+LIB_SRC  := $(filter-out src/main.c,$(wildcard src/*.c src/cmd/*.c src/formats/*.c))
 LIB_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRC)) $(CU_OBJ)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))

@@ -3,11 +3,11 @@
 #ifndef VX_COMMANDS_H
 #define VX_COMMANDS_H
 
-int vx_cmd_render(int argc, char **argv);     /* render.c   (argv[0] = "render") */
-int vx_cmd_info(int argc, char **argv);       /* info.c */
-int vx_cmd_make_scene(int argc, char **argv); /* make_scene.c */
-int vx_cmd_convert(int argc, char **argv);    /* convert.c */
-int vx_cmd_bench(int argc, char **argv);      /* bench.c */
+int vx_cmd_render(int argc, char **argv);     /* cmd/render.c (argv[0] = "render") */
+int vx_cmd_info(int argc, char **argv);       /* cmd/info.c */
+int vx_cmd_make_scene(int argc, char **argv); /* cmd/make_scene.c */
+int vx_cmd_convert(int argc, char **argv);    /* cmd/convert.c */
+int vx_cmd_bench(int argc, char **argv);      /* cmd/bench.c */
 int vx_cmd_view(int argc, char **argv);       /* view/view.c, or a clear error when built without */
 int vx_cmd_fit(int argc, char **argv);        /* fit.c */
 int vx_cmd_eval(int argc, char **argv);       /* fit.c */

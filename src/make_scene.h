@@ -17,6 +17,8 @@ extern "C" {
 
 /* "orbs, shell, sh-glass, cloud, phantom" (for help text and errors). */
 const char *vx_make_scene_names(void);
+/* 1 if NAME is one of the scenes above. */
+int vx_make_scene_known(const char *name);
 
 /* Build scene `name` at res^3 lattice points in [-1,1]^3 (align_corners): the grid into
  * *g (allocated here; free with vx_grid_free) and the decoder, background, step, camera

@@ -1,4 +1,4 @@
-/* render.c - `voxray render`: one frame, a turntable, or every camera of a NeRF
+/* cmd/render.c - `voxray render`: one frame, a turntable, or every camera of a NeRF
  * transforms.json, written as PNG (plus optional depth/opacity maps) atomically, with a
  * progress bar on a terminal and one line per frame otherwise. */
 #include <math.h>

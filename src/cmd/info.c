@@ -1,4 +1,4 @@
-/* info.c - `voxray info SCENE`: header facts (through formats.h for volume files),
+/* cmd/info.c - `voxray info SCENE`: header facts (through formats.h for volume files),
  * dimensions, channels, dtype, memory, placement, decoder, per-channel value ranges
  * and the fraction of voxels whose decoded density is zero. */
 #include <math.h>

@@ -1,4 +1,4 @@
-/* convert.c - `voxray convert IN OUTDIR`: open any volume voxray reads and write its own
+/* cmd/convert.c - `voxray convert IN OUTDIR`: open any volume voxray reads and write its own
  * OUTDIR/grid.npy + OUTDIR/scene.json (placement, decoder, camera) so it re-opens fast.
  * main.c dispatches here; the manifest fields are those of docs/FORMAT.md. */
 #include <cjson/cJSON.h>

@@ -1,4 +1,4 @@
-/* bench.c - `voxray bench`: dispatches `bench kernels` (bench_kernels.c) and times
+/* cmd/bench.c - `voxray bench`: dispatches `bench kernels` (bench_kernels.c) and times
  * `bench render SCENE...`: ms/frame, frames/s, samples/s and samples per ray on the
  * CUDA renderer (kernel time from CUDA events, plus one frame with the copy back), or
  * on the CPU backend when asked or when no device is usable. */
