@@ -64,84 +64,101 @@ __device__ __forceinline__ void vx_fit_scatter_voxel(float *grad, size_t v, floa
 #undef VX__VAL
 }
 
-/* One ray. g == NULL: forward only, writes the composited colour to C. Otherwise C is
- * the forward colour and g = dL/dC: marches again and scatters dL/dgrid into grad (and
- * raises wmax when not NULL). */
-template <int DEG>
-__device__ void vx_fit_march_t(const vx_march_params &m, const float *__restrict__ data,
-                               const unsigned char *__restrict__ occ, vx_vec3 o, vx_vec3 d, float *C, const float *g,
-                               float *grad, float *wmax) {
+/* The fit's op for vx_march_run, specialised on the SH degree (relu density, plenoxels
+ * colour). sample() reads density first: a sample with relu(raw0) = 0 has alpha = 0 and
+ * changes neither the colour, T nor any gradient, so its colour channels are never read;
+ * the colour is summed per corner (s_c = sum_j w_j sum_i k_jci b_i) so the interpolated
+ * coefficients never materialise. visit() (backward only) scatters dL/dgrid. */
+template <int DEG, bool BWD> struct vx_fit_sh_op {
+    const vx_march_params *m;
+    const float *data;
+    float b[16];                /* SH basis of the ray direction */
+    size_t idx[8];              /* the last sample's corners, weights and colour sums */
+    float w[8], s[3];
+    const float *C, *g;         /* backward: forward colour and dL/dC */
+    float *grad, *wmax;
+
+    static __device__ __forceinline__ float sample(void *op, const vx_sample *smp, vx_vec3 d, float *rgb);
+    static __device__ __forceinline__ void visit(void *op, const vx_composite *cs, const vx_sample *smp,
+                                                 const float *rgb, float wk);
+};
+
+template <int DEG, bool BWD>
+__device__ __forceinline__ float vx_fit_sh_op<DEG, BWD>::sample(void *op, const vx_sample *smp, vx_vec3 d,
+                                                                float *rgb) {
     constexpr int nb = vx_fit_sh<DEG>::nb, NC = vx_fit_sh<DEG>::nc;
-    float acc[3] = {0.0f, 0.0f, 0.0f}, T = 1.0f, t0, t1;
-    vx_vec3 oi = vx_affine_point(m.w2i, o), di = vx_affine_dir(m.w2i, d);
-    if (vx_ray_box(m.box_lo, m.box_hi, oi, di, &t0, &t1)) {
-        int n = vx_segment_count(t1 - t0, m.dt);
-        float b[16];
-        vx_sh_basis(DEG, d, b);
-        const float scale = m.dec.density_scale;
-        for (int k = 0; k < n; k++) {
-            float ta, tb;
-            vx_segment(&m, t0, t1, n, k, &ta, &tb);
-            float tm = 0.5f * (ta + tb);
-            vx_vec3 p = vx_add(oi, vx_scale(di, tm));
-            if (occ && vx_occ_skip(&m, occ, oi, di, p, t0, n, &k)) continue;
-            size_t idx[8];
-            float w[8];
-            vx_fit_corners(m.nx, m.ny, m.nz, p, idx, w);
-            /* density first: a sample with relu(raw0) = 0 has alpha = 0 and changes neither
-             * the colour, T nor any gradient, so its colour channels are never read */
-            float raw0 = 0.0f;
+    vx_fit_sh_op *f = (vx_fit_sh_op *)op;
+    const vx_march_params *m = f->m;
+    vx_fit_corners(m->nx, m->ny, m->nz, smp->p, f->idx, f->w);
+    float raw0 = 0.0f;
 #pragma unroll
-            for (int j = 0; j < 8; j++) raw0 += w[j] * __ldg(data + idx[j] * NC);
-            if (!(raw0 > 0.0f)) continue;
-            /* colour sums per corner: s_c = sum_j w_j (sum_i k_jci b_i), the interpolated
-             * coefficients never materialise (fewer registers than raw[NC]) */
-            float s[3] = {0.0f, 0.0f, 0.0f}, rgb[3];
+    for (int j = 0; j < 8; j++) raw0 += f->w[j] * __ldg(f->data + f->idx[j] * NC);
+    if (!(raw0 > 0.0f)) return 0.0f;
+    f->s[0] = f->s[1] = f->s[2] = 0.0f;
 #pragma unroll
-            for (int j = 0; j < 8; j++) {
-                float v[NC];
-                vx_fit_load<NC>(data, idx[j], v);
+    for (int j = 0; j < 8; j++) {
+        float v[NC];
+        vx_fit_load<NC>(f->data, f->idx[j], v);
 #pragma unroll
-                for (int c = 0; c < 3; c++) {
-                    float t = 0.0f;
+        for (int c = 0; c < 3; c++) {
+            float t = 0.0f;
 #pragma unroll
-                    for (int i = 0; i < nb; i++) t += v[1 + c * nb + i] * b[i];
-                    s[c] += w[j] * t;
-                }
-            }
-#pragma unroll
-            for (int c = 0; c < 3; c++) rgb[c] = vx_maxf(s[c] + 0.5f, 0.0f);
-            float sigma = raw0 * scale, delta = tb - ta;
-            float alpha = 1.0f - expf(-sigma * delta);
-            float wk = T * alpha;
-            acc[0] += wk * rgb[0]; acc[1] += wk * rgb[1]; acc[2] += wk * rgb[2];
-            T *= 1.0f - alpha;
-            if (g) {
-                float dsig = 0.0f;
-#pragma unroll
-                for (int c = 0; c < 3; c++) dsig += g[c] * (T * rgb[c] - (C[c] - acc[c]));
-                float draw0 = delta * dsig * scale;
-                float gc[3];
-#pragma unroll
-                for (int c = 0; c < 3; c++) gc[c] = s[c] + 0.5f > 0.0f ? wk * g[c] : 0.0f;
-#pragma unroll
-                for (int j = 0; j < 8; j++)
-                    if (w[j] != 0.0f) vx_fit_scatter_voxel<DEG>(grad, idx[j], w[j], draw0, gc, b);
-                if (wmax && wk > 0.0f)
-#pragma unroll
-                    for (int j = 0; j < 8; j++)
-                        if (w[j] > 0.0f) vx_fit_max(wmax + idx[j], wk);
-            }
-            if (T < m.stop) break;
+            for (int i = 0; i < nb; i++) t += v[1 + c * nb + i] * f->b[i];
+            f->s[c] += f->w[j] * t;
         }
     }
-    if (!g)
-        for (int c = 0; c < 3; c++) C[c] = acc[c] + T * m.bg[c];
+#pragma unroll
+    for (int c = 0; c < 3; c++) rgb[c] = vx_maxf(f->s[c] + 0.5f, 0.0f);
+    return raw0 * m->dec.density_scale;
 }
 
-/* The ray step: forward, loss, backward; per-block loss sums go to *loss_sum. */
+template <int DEG, bool BWD>
+__device__ __forceinline__ void vx_fit_sh_op<DEG, BWD>::visit(void *op, const vx_composite *cs, const vx_sample *smp,
+                                                              const float *rgb, float wk) {
+    if constexpr (!BWD) return;
+    vx_fit_sh_op *f = (vx_fit_sh_op *)op;
+    float dsig = 0.0f;
+#pragma unroll
+    for (int c = 0; c < 3; c++) dsig += f->g[c] * (cs->T * rgb[c] - (f->C[c] - cs->acc[c]));
+    float draw0 = (smp->tb - smp->ta) * dsig * f->m->dec.density_scale;
+    float gc[3];
+#pragma unroll
+    for (int c = 0; c < 3; c++) gc[c] = f->s[c] + 0.5f > 0.0f ? wk * f->g[c] : 0.0f;
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        if (f->w[j] != 0.0f) vx_fit_scatter_voxel<DEG>(f->grad, f->idx[j], f->w[j], draw0, gc, f->b);
+    if (f->wmax && wk > 0.0f)
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            if (f->w[j] > 0.0f) vx_fit_max(f->wmax + f->idx[j], wk);
+}
+
+/* One ray. BWD false: forward only, writes the composited colour to C. Otherwise C is
+ * the forward colour and g = dL/dC: marches again and scatters dL/dgrid into grad (and
+ * raises wmax when not NULL). */
+template <int DEG, bool BWD>
+__device__ __forceinline__ void vx_fit_march_t(const vx_march_params &m, const float *__restrict__ data,
+                                               const unsigned char *__restrict__ occ, vx_vec3 o, vx_vec3 d, float *C,
+                                               const float *g, float *grad, float *wmax) {
+    vx_fit_sh_op<DEG, BWD> f;
+    f.m = &m;
+    f.data = data;
+    vx_sh_basis(DEG, d, f.b);
+    f.C = C;
+    f.g = g;
+    f.grad = grad;
+    f.wmax = wmax;
+    vx_ray_result r = vx_march_run(&m, occ, o, d, &f);
+    if (!BWD)
+        for (int c = 0; c < 3; c++) C[c] = r.rgb[c];
+}
+
+/* The ray step: forward, loss, backward; per-block loss sums go to *loss_sum. The minimum
+ * of 4 blocks per SM (3 for degree 3) keeps the occupancy of the hand-written loop this
+ * replaced: through vx_march_run ptxas asked for 139 registers at degree 2 (was 113), i.e.
+ * 3 blocks; capped at 128 it spills 48 bytes (sm_90, docs/BENCHMARKS.md has the timings). */
 template <int DEG>
-__global__ void __launch_bounds__(128)
+__global__ void __launch_bounds__(128, DEG == 3 ? 3 : 4)
 vx_fit_rays_v2_kernel(vx_march_params mp, const float *__restrict__ data, const unsigned char *__restrict__ occ,
                       vx_fit_ray_src src, int n, float scale, float *grad, float *wmax, float *rgb_out,
                       double *loss_sum) {
@@ -161,9 +178,9 @@ vx_fit_rays_v2_kernel(vx_march_params mp, const float *__restrict__ data, const 
             target = src.target + 3 * r;
         }
         float C[3], g[3], tg[3] = {__ldg(target), __ldg(target + 1), __ldg(target + 2)};
-        vx_fit_march_t<DEG>(mp, data, occ, o, d, C, NULL, NULL, NULL);
+        vx_fit_march_t<DEG, false>(mp, data, occ, o, d, C, NULL, NULL, NULL);
         l = vx_fit_mse_backward(C, tg, scale, g);
-        vx_fit_march_t<DEG>(mp, data, occ, o, d, C, g, grad, wmax);
+        vx_fit_march_t<DEG, true>(mp, data, occ, o, d, C, g, grad, wmax);
         if (rgb_out)
             for (int c = 0; c < 3; c++) rgb_out[3 * r + c] = C[c];
     }
@@ -188,7 +205,7 @@ __global__ void vx_fit_render_kernel(vx_march_params mp, const float *__restrict
     vx_vec3 o, d;
     vx_camera_ray(&cam, (float)px + 0.5f, (float)py + 0.5f, &o, &d);
     float C[3];
-    vx_fit_march_t<DEG>(mp, data, occ, o, d, C, NULL, NULL, NULL);
+    vx_fit_march_t<DEG, false>(mp, data, occ, o, d, C, NULL, NULL, NULL);
     float *out = rgb + ((size_t)py * cam.width + px) * 3;
     out[0] = C[0]; out[1] = C[1]; out[2] = C[2];
 }

@@ -33,162 +33,106 @@ template <int DEC, int DEG> struct vx_dec_traits {
     static constexpr int nc = DEC == VX_DEC_RGBA ? 4 : DEC == VX_DEC_SH ? 1 + 3 * (DEG + 1) * (DEG + 1) : 1;
 };
 
-/* nv channels of one lattice point (offset in elements) as floats. */
-template <int NC> __device__ __forceinline__ void vx_load_point(const float *__restrict__ g, size_t off, float *v) {
+/* NC channels of one lattice point as floats; vector loads when NC % 4 == 0 (the channel
+ * stride is then a multiple of 4, vx__check_params makes sure). */
+template <int NC> __device__ __forceinline__ void vx_load_point(const float *__restrict__ p, float *v) {
     if constexpr (NC % 4 == 0) {
 #pragma unroll
         for (int j = 0; j < NC; j += 4) {
-            float4 q = __ldg((const float4 *)(g + off + j));
+            float4 q = __ldg((const float4 *)(p + j));
             v[j] = q.x; v[j + 1] = q.y; v[j + 2] = q.z; v[j + 3] = q.w;
         }
     } else {
 #pragma unroll
-        for (int j = 0; j < NC; j++) v[j] = __ldg(g + off + j);
+        for (int j = 0; j < NC; j++) v[j] = __ldg(p + j);
     }
 }
-template <int NC> __device__ __forceinline__ void vx_load_point(const __half *__restrict__ g, size_t off, float *v) {
+template <int NC> __device__ __forceinline__ void vx_load_point(const __half *__restrict__ p, float *v) {
     if constexpr (NC % 4 == 0) {
 #pragma unroll
         for (int j = 0; j < NC; j += 4) {
-            uint2 q = __ldg((const uint2 *)(g + off + j));
+            uint2 q = __ldg((const uint2 *)(p + j));
             float2 a = __half22float2(*(__half2 *)&q.x), b = __half22float2(*(__half2 *)&q.y);
             v[j] = a.x; v[j + 1] = a.y; v[j + 2] = b.x; v[j + 3] = b.y;
         }
     } else {
 #pragma unroll
-        for (int j = 0; j < NC; j++) v[j] = __half2float(g[off + j]);
+        for (int j = 0; j < NC; j++) v[j] = __half2float(p[j]);
     }
 }
 
-/* march.h's vx_trilinear_fetch with NC a constant; vec says the channel stride allows
- * vector loads (stride == NC, NC % 4 == 0). */
-template <typename T, int NC>
-__device__ __forceinline__ void vx_fetch(const T *__restrict__ data, const vx_march_params &m, vx_vec3 p,
-                                         float *out) {
-    int x0, x1, y0, y1, z0, z1;
-    float fx, fy, fz;
-    vx_axis_cell(p.x, m.nx, &x0, &x1, &fx);
-    vx_axis_cell(p.y, m.ny, &y0, &y1, &fy);
-    vx_axis_cell(p.z, m.nz, &z0, &z1, &fz);
-    size_t sy = (size_t)m.nx * m.nc, sz = (size_t)m.ny * sy;
-    float c000[NC], c001[NC], c010[NC], c011[NC], c100[NC], c101[NC], c110[NC], c111[NC];
-    vx_load_point<NC>(data, z0 * sz + y0 * sy + (size_t)x0 * m.nc, c000);
-    vx_load_point<NC>(data, z0 * sz + y0 * sy + (size_t)x1 * m.nc, c001);
-    vx_load_point<NC>(data, z0 * sz + y1 * sy + (size_t)x0 * m.nc, c010);
-    vx_load_point<NC>(data, z0 * sz + y1 * sy + (size_t)x1 * m.nc, c011);
-    vx_load_point<NC>(data, z1 * sz + y0 * sy + (size_t)x0 * m.nc, c100);
-    vx_load_point<NC>(data, z1 * sz + y0 * sy + (size_t)x1 * m.nc, c101);
-    vx_load_point<NC>(data, z1 * sz + y1 * sy + (size_t)x0 * m.nc, c110);
-    vx_load_point<NC>(data, z1 * sz + y1 * sy + (size_t)x1 * m.nc, c111);
-    float w000 = (1 - fz) * (1 - fy) * (1 - fx), w001 = (1 - fz) * (1 - fy) * fx;
-    float w010 = (1 - fz) * fy * (1 - fx), w011 = (1 - fz) * fy * fx;
-    float w100 = fz * (1 - fy) * (1 - fx), w101 = fz * (1 - fy) * fx;
-    float w110 = fz * fy * (1 - fx), w111 = fz * fy * fx;
-#pragma unroll
-    for (int c = 0; c < NC; c++)
-        out[c] = w000 * c000[c] + w001 * c001[c] + w010 * c010[c] + w011 * c011[c] +
-                 w100 * c100[c] + w101 * c101[c] + w110 * c110[c] + w111 * c111[c];
-}
+/* Where a lattice point's channels live: dense (z, y, x, c) or sparse bricks (sparse.h),
+ * float32 or float16. */
+template <typename T> struct vx_dense_store {
+    const T *data;
+    int nx, ny, nc;
+    __device__ __forceinline__ const T *voxel(int x, int y, int z) const {
+        return data + (((size_t)z * ny + y) * nx + x) * (size_t)nc;
+    }
+};
+template <typename T> struct vx_sparse_store {
+    const int32_t *table;
+    const T *pool, *background;
+    int bn[3], nc;
+    __device__ __forceinline__ const T *voxel(int x, int y, int z) const {
+        ptrdiff_t off = vx_sparse_offset(table, bn, nc, x, y, z);
+        return off < 0 ? background : pool + off;
+    }
+};
 
-/* decode.h's vx_decode with the decoder type and sh degree as constants. */
-template <int DEC, int DEG>
-__device__ __forceinline__ float vx_decode_t(const vx_decoder &d, const float *raw, vx_vec3 dir, float *rgb) {
-    float sigma;
-    if constexpr (DEC == VX_DEC_SCALAR) {
-        float o[4];
-        vx_tf_eval(&d, vx_window(&d, raw[0]), o);
-        rgb[0] = o[0]; rgb[1] = o[1]; rgb[2] = o[2];
-        sigma = vx_maxf(o[3], 0.0f);
-    } else if constexpr (DEC == VX_DEC_SH) {
-        constexpr int nb = (DEG + 1) * (DEG + 1);
-        float b[16];
-        vx_sh_basis(DEG, dir, b);
+/* The renderer's op for vx_march_run: march.h's trilinear cell and blend with NC a
+ * constant (the channels stay in registers), and decode.h's decoder chosen at compile time.
+ * vx_march_run<vx_render_op> calls sample() and visit() directly (march.h). */
+template <class S, int DEC, int DEG> struct vx_render_op {
+    const vx_march_params *m;
+    S store;
+
+    static __device__ __forceinline__ float sample(void *op, const vx_sample *s, vx_vec3 d, float *rgb) {
+        constexpr int NC = vx_dec_traits<DEC, DEG>::nc;
+        const vx_render_op *r = (const vx_render_op *)op;
+        const vx_march_params *m = r->m;
+        vx_cell c;
+        float v[8][NC], raw[NC];
+        vx_trilinear_cell(m->nx, m->ny, m->nz, s->p, &c);
 #pragma unroll
-        for (int c = 0; c < 3; c++) {
-            const float *k = raw + 1 + c * nb;
-            float s = 0.0f;
-#pragma unroll
-            for (int i = 0; i < nb; i++) s += k[i] * b[i];
-            rgb[c] = d.color_act == VX_CACT_SIGMOID ? vx_sigmoidf(s) : vx_maxf(s + 0.5f, 0.0f);
+        for (int k = 0; k < 8; k++) {
+            int x, y, z;
+            vx_cell_corner(&c, k, &x, &y, &z);
+            vx_load_point<NC>(r->store.voxel(x, y, z), v[k]);
         }
-        sigma = vx_density_activate(d.density_act, raw[0]);
-    } else {
-#pragma unroll
-        for (int c = 0; c < 3; c++)
-            rgb[c] = d.color_act == VX_CACT_SIGMOID ? vx_sigmoidf(raw[1 + c]) : vx_clampf(raw[1 + c], 0.0f, 1.0f);
-        sigma = vx_density_activate(d.density_act, raw[0]);
+        const float *vp[8] = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
+        vx_cell_blend(&c, vp, NC, raw);
+        if constexpr (DEC == VX_DEC_SCALAR) return vx_decode_scalar(&m->dec, raw, rgb);
+        else if constexpr (DEC == VX_DEC_SH) return vx_decode_sh(&m->dec, DEG, raw, d, rgb);
+        else return vx_decode_rgba(&m->dec, raw, rgb);
     }
-    return sigma * d.density_scale;
-}
+    static __device__ __forceinline__ void visit(void *, const vx_composite *, const vx_sample *, const float *,
+                                                 float) {}
+};
 
 // ----------------------------------------------------------------------------------------
-// the fused kernel
+// the fused kernel: one thread per pixel runs vx_march_run with the renderer's op
 
-/* march.h's vx_occ_cell; occ_shift >= 0 replaces the three integer divisions by the cell
- * size with shifts when it is a power of two (the same result for indices >= 0). */
-__device__ __forceinline__ int vx_occ_cell_fast(const vx_march_params &m, int occ_shift, vx_vec3 p, int *cx,
-                                                int *cy, int *cz) {
-    int ix = (int)floorf(vx_clampf(p.x, 0.0f, (float)(m.nx - 1)));
-    int iy = (int)floorf(vx_clampf(p.y, 0.0f, (float)(m.ny - 1)));
-    int iz = (int)floorf(vx_clampf(p.z, 0.0f, (float)(m.nz - 1)));
-    if (occ_shift >= 0) { ix >>= occ_shift; iy >>= occ_shift; iz >>= occ_shift; }
-    else { ix /= m.occ_b; iy /= m.occ_b; iz /= m.occ_b; }
-    *cx = vx_mini(ix, m.occ_n[0] - 1);
-    *cy = vx_mini(iy, m.occ_n[1] - 1);
-    *cz = vx_mini(iz, m.occ_n[2] - 1);
-    return (*cz * m.occ_n[1] + *cy) * m.occ_n[0] + *cx;
-}
-
-template <typename T, int DEC, int DEG>
+template <class S, int DEC, int DEG>
 __global__ void __launch_bounds__(128)
-vx_render_kernel(const vx_march_params m, const vx_camera cam, const T *__restrict__ data,
-                 const unsigned char *__restrict__ occ, int occ_shift, float *__restrict__ out_rgb,
+vx_render_kernel(const __grid_constant__ vx_march_params m, const __grid_constant__ vx_camera cam, const S store,
+                 const unsigned char *__restrict__ occ, float *__restrict__ out_rgb,
                  float *__restrict__ out_alpha, float *__restrict__ out_depth,
                  unsigned long long *__restrict__ counters) {
-    constexpr int NC = vx_dec_traits<DEC, DEG>::nc;
     int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
     int inside = j < cam.width && i < cam.height;
     int samples = 0, hit = 0;
     if (inside) {
         vx_vec3 o, d;
         vx_camera_ray(&cam, (float)j + 0.5f, (float)i + 0.5f, &o, &d);
-        /* from here on: vx_march, with the specialised fetch and decode */
-        float acc[3] = {0.0f, 0.0f, 0.0f}, T_ = 1.0f, depth = 0.0f, t0, t1;
-        vx_vec3 oi = vx_affine_point(m.w2i, o), di = vx_affine_dir(m.w2i, d);
-        if (vx_ray_box(m.box_lo, m.box_hi, oi, di, &t0, &t1)) {
-            int n = vx_segment_count(t1 - t0, m.dt);
-            float raw[NC], rgb[3];
-            for (int k = 0; k < n; k++) {
-                float ta = t0 + (float)k * m.dt;
-                float tb = k == n - 1 ? t1 : ta + m.dt;
-                float tm = 0.5f * (ta + tb);
-                vx_vec3 p = vx_add(oi, vx_scale(di, tm));
-                if (occ) {
-                    int cx, cy, cz;
-                    if (!__ldg(occ + vx_occ_cell_fast(m, occ_shift, p, &cx, &cy, &cz))) {
-                        float te = vx_occ_exit(&m, oi, di, cx, cy, cz);
-                        float kf = floorf((te - t0) / m.dt - 0.5f);
-                        if (kf > (float)n) kf = (float)n;
-                        if ((int)kf - 1 > k) k = (int)kf - 1;
-                        continue;
-                    }
-                }
-                vx_fetch<T, NC>(data, m, p, raw);
-                float sigma = vx_decode_t<DEC, DEG>(m.dec, raw, d, rgb);
-                float alpha = 1.0f - expf(-sigma * (tb - ta));
-                float w = T_ * alpha;
-                acc[0] += w * rgb[0]; acc[1] += w * rgb[1]; acc[2] += w * rgb[2];
-                depth += w * tm;
-                T_ *= 1.0f - alpha;
-                samples++;
-                if (T_ < m.stop) break;
-            }
-        }
-        hit = samples > 0 || T_ < 1.0f; /* as render_cpu.c counts it */
+        vx_render_op<S, DEC, DEG> op = {&m, store};
+        vx_ray_result r = vx_march_run(&m, occ, o, d, &op);
+        samples = r.samples;
+        hit = r.samples > 0 || r.trans < 1.0f; /* as render_cpu.c counts it */
         size_t px = (size_t)i * cam.width + j;
-        for (int c = 0; c < 3; c++) out_rgb[px * 3 + c] = acc[c] + T_ * m.bg[c];
-        out_alpha[px] = 1.0f - T_;
-        if (out_depth) out_depth[px] = depth;
+        for (int c = 0; c < 3; c++) out_rgb[px * 3 + c] = r.rgb[c];
+        out_alpha[px] = 1.0f - r.trans;
+        if (out_depth) out_depth[px] = r.depth;
     }
     /* frame counters: one atomic per warp (blocks are whole warps: 8 x 8) */
 #if __CUDA_ARCH__ >= 800
@@ -215,18 +159,13 @@ vx_render_kernel(const vx_march_params m, const vx_camera cam, const T *__restri
 #define VX_BLOCK_X 8
 #define VX_BLOCK_Y 8
 
-template <typename T>
-static int vx__launch_render(const vx_cuda_volume *cv, const vx_camera *c, float *depth) {
+template <class S>
+static int vx__launch_render(const vx_cuda_volume *cv, const S &store, const vx_camera *c, float *depth) {
     dim3 threads(VX_BLOCK_X, VX_BLOCK_Y);
     dim3 blocks(vx_ceil_div(c->width, VX_BLOCK_X), vx_ceil_div(c->height, VX_BLOCK_Y));
-    const T *g = (const T *)cv->d_grid;
     const vx_march_params &m = cv->mp;
-    const unsigned char *occ = cv->d_occ;
-    int shift = -1; /* power-of-two cells index by shifting */
-    for (int k = 0; k < 31; k++)
-        if (m.occ_b == (1 << k)) shift = k;
 #define VX_GO(DEC, DEG) \
-    vx_render_kernel<T, DEC, DEG><<<blocks, threads>>>(m, *c, g, occ, shift, cv->d_rgb, cv->d_alpha, depth, \
+    vx_render_kernel<S, DEC, DEG><<<blocks, threads>>>(m, *c, store, cv->d_occ, cv->d_rgb, cv->d_alpha, depth, \
                                                        cv->d_counters)
     switch (m.dec.type) {
     case VX_DEC_RGBA: VX_GO(VX_DEC_RGBA, 0); break;
@@ -245,6 +184,12 @@ static int vx__launch_render(const vx_cuda_volume *cv, const vx_camera *c, float
 #undef VX_GO
     VX_LAUNCH_CHECK("vx_render_kernel");
     return 0;
+}
+
+/* The store of the uploaded grid, typed. */
+template <typename T> static int vx__launch_typed(const vx_cuda_volume *cv, const vx_camera *c, float *depth) {
+    vx_dense_store<T> st = {(const T *)cv->d_grid, cv->mp.nx, cv->mp.ny, cv->mp.nc};
+    return vx__launch_render(cv, st, c, depth);
 }
 
 /* Check that the march parameters fit the uploaded grid and the specialised kernels. */
@@ -352,7 +297,7 @@ static int vx__render(vx_cuda_volume *cv, const vx_camera *c, int want_depth, fl
     VX_CUDA_CHECK(cudaMemsetAsync(cv->d_counters, 0, 2 * sizeof(unsigned long long), 0));
     VX_CUDA_CHECK(cudaEventRecord(cv->ev0, 0));
     float *depth = want_depth ? cv->d_depth : NULL;
-    if (cv->half ? vx__launch_render<__half>(cv, c, depth) : vx__launch_render<float>(cv, c, depth)) return -1;
+    if (cv->half ? vx__launch_typed<__half>(cv, c, depth) : vx__launch_typed<float>(cv, c, depth)) return -1;
     VX_CUDA_CHECK(cudaEventRecord(cv->ev1, 0));
     VX_CUDA_CHECK(cudaEventSynchronize(cv->ev1));
     if (ms) VX_CUDA_CHECK(cudaEventElapsedTime(ms, cv->ev0, cv->ev1));

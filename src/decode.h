@@ -84,32 +84,51 @@ VX_HD void vx_tf_eval(const vx_decoder *d, float t, float *out) {
     for (k = 0; k < 4; k++) out[k] = d->tf[i][1 + k] + f * (d->tf[i + 1][1 + k] - d->tf[i][1 + k]);
 }
 
+/* Fully unroll the next loop in CUDA device code, where a constant trip count (a template
+ * parameter propagated through these inline functions) keeps arrays in registers. */
+#if defined(__CUDA_ARCH__)
+#define VX_UNROLL _Pragma("unroll")
+#else
+#define VX_UNROLL
+#endif
+
+/* The three decoders, each returning sigma (scaled) and writing rgb. The CUDA renderer
+ * calls them with the type and SH degree as constants; vx_decode() picks at run time. */
+VX_HD float vx_decode_scalar(const vx_decoder *d, const float *raw, float *rgb) {
+    float o[4];
+    vx_tf_eval(d, vx_window(d, raw[0]), o);
+    rgb[0] = o[0]; rgb[1] = o[1]; rgb[2] = o[2];
+    return vx_maxf(o[3], 0.0f) * d->density_scale;
+}
+
+VX_HD float vx_decode_sh(const vx_decoder *d, int degree, const float *raw, vx_vec3 dir, float *rgb) {
+    float b[16];
+    int nb = (degree + 1) * (degree + 1);
+    vx_sh_basis(degree, dir, b);
+    VX_UNROLL
+    for (int c = 0; c < 3; c++) {
+        const float *k = raw + 1 + c * nb;
+        float s = 0.0f;
+        VX_UNROLL
+        for (int i = 0; i < nb; i++) s += k[i] * b[i];
+        rgb[c] = d->color_act == VX_CACT_SIGMOID ? vx_sigmoidf(s) : vx_maxf(s + 0.5f, 0.0f);
+    }
+    return vx_density_activate(d->density_act, raw[0]) * d->density_scale;
+}
+
+VX_HD float vx_decode_rgba(const vx_decoder *d, const float *raw, float *rgb) {
+    VX_UNROLL
+    for (int c = 0; c < 3; c++)
+        rgb[c] = d->color_act == VX_CACT_SIGMOID ? vx_sigmoidf(raw[1 + c]) : vx_clampf(raw[1 + c], 0.0f, 1.0f);
+    return vx_density_activate(d->density_act, raw[0]) * d->density_scale;
+}
+
 /* Decode interpolated raw channels at view direction dir (unit, world space).
  * Returns sigma >= 0 (already scaled) and writes rgb in [0,1]. */
 VX_HD float vx_decode(const vx_decoder *d, const float *raw, vx_vec3 dir, float *rgb) {
-    float sigma;
-    if (d->type == VX_DEC_SCALAR) {
-        float o[4];
-        vx_tf_eval(d, vx_window(d, raw[0]), o);
-        rgb[0] = o[0]; rgb[1] = o[1]; rgb[2] = o[2];
-        sigma = vx_maxf(o[3], 0.0f);
-    } else if (d->type == VX_DEC_SH) {
-        float b[16];
-        int nb = vx_sh_basis(d->sh_degree, dir, b);
-        for (int c = 0; c < 3; c++) {
-            const float *k = raw + 1 + c * nb;
-            float s = 0.0f;
-            for (int i = 0; i < nb; i++) s += k[i] * b[i];
-            rgb[c] = d->color_act == VX_CACT_SIGMOID ? vx_sigmoidf(s) : vx_maxf(s + 0.5f, 0.0f);
-        }
-        sigma = vx_density_activate(d->density_act, raw[0]);
-    } else {
-        for (int c = 0; c < 3; c++)
-            rgb[c] = d->color_act == VX_CACT_SIGMOID ? vx_sigmoidf(raw[1 + c])
-                                                     : vx_clampf(raw[1 + c], 0.0f, 1.0f);
-        sigma = vx_density_activate(d->density_act, raw[0]);
-    }
-    return sigma * d->density_scale;
+    if (d->type == VX_DEC_SCALAR) return vx_decode_scalar(d, raw, rgb);
+    if (d->type == VX_DEC_SH) return vx_decode_sh(d, d->sh_degree, raw, dir, rgb);
+    return vx_decode_rgba(d, raw, rgb);
 }
 
 /* Largest decoded sigma for any raw channel-0 value in [vmin, vmax]; used to mark

@@ -67,23 +67,17 @@ VX_HD void vx_fit_decode_sh_backward(const vx_decoder *dec, const float *raw, co
     }
 }
 
-/* The eight corners and weights vx_trilinear_fetch() uses at index-space point p
- * (voxel indices, not channel offsets). */
+/* The eight corners (voxel indices, not channel offsets) and weights of the trilinear
+ * cell at index-space point p, in vx_trilinear_cell's corner order. */
 VX_HD void vx_fit_corners(int nx, int ny, int nz, vx_vec3 p, size_t *idx, float *w) {
-    int x0, x1, y0, y1, z0, z1;
-    float fx, fy, fz;
-    vx_axis_cell(p.x, nx, &x0, &x1, &fx);
-    vx_axis_cell(p.y, ny, &y0, &y1, &fy);
-    vx_axis_cell(p.z, nz, &z0, &z1, &fz);
-    size_t sy = (size_t)nx, sz = (size_t)ny * nx;
-    idx[0] = z0 * sz + y0 * sy + x0; w[0] = (1 - fz) * (1 - fy) * (1 - fx);
-    idx[1] = z0 * sz + y0 * sy + x1; w[1] = (1 - fz) * (1 - fy) * fx;
-    idx[2] = z0 * sz + y1 * sy + x0; w[2] = (1 - fz) * fy * (1 - fx);
-    idx[3] = z0 * sz + y1 * sy + x1; w[3] = (1 - fz) * fy * fx;
-    idx[4] = z1 * sz + y0 * sy + x0; w[4] = fz * (1 - fy) * (1 - fx);
-    idx[5] = z1 * sz + y0 * sy + x1; w[5] = fz * (1 - fy) * fx;
-    idx[6] = z1 * sz + y1 * sy + x0; w[6] = fz * fy * (1 - fx);
-    idx[7] = z1 * sz + y1 * sy + x1; w[7] = fz * fy * fx;
+    vx_cell c;
+    vx_trilinear_cell(nx, ny, nz, p, &c);
+    for (int k = 0; k < 8; k++) {
+        int x, y, z;
+        vx_cell_corner(&c, k, &x, &y, &z);
+        idx[k] = ((size_t)z * ny + y) * nx + x;
+        w[k] = c.w[k];
+    }
 }
 
 /* Adjoint of the trilinear gather: grad[corner][c] += w_corner * draw[c]. Corners that
@@ -103,50 +97,56 @@ VX_HD void vx_fit_trilinear_scatter(float *grad, int nx, int ny, int nz, int nc,
 
 /* ---- the whole ray --------------------------------------------------------------------- */
 
+/* The backward op: the dense fetch and decode of vx_march() (vx_grid_op_sample keeps the
+ * raw channels), and a visit that turns each composited sample into dL/d(grid). */
+VX_HD void vx_fit_backward_visit(void *op, const vx_composite *c, const vx_sample *s, const float *rgb, float w);
+
+typedef struct vx_fit_backward_op {
+    vx_grid_op fwd;         /* first: its op head is this op's, vx_grid_op_sample fetches */
+    const float *C, *g;     /* the forward colour and dL/dC */
+    float *grad, *wmax;
+    float b[16];            /* SH basis of the ray direction */
+    int nb;
+    VX_MARCH_OP_FUNCS(vx_grid_op_sample, vx_fit_backward_visit)
+} vx_fit_backward_op;
+
+VX_HD void vx_fit_backward_visit(void *op, const vx_composite *c, const vx_sample *s, const float *rgb, float w) {
+    vx_fit_backward_op *f = (vx_fit_backward_op *)op;
+    const vx_march_params *m = f->fwd.m;
+    float draw[VX_MAX_CHANNELS];
+    float drgb[3] = {w * f->g[0], w * f->g[1], w * f->g[2]};
+    float dsigma = vx_fit_composite_dsigma(f->g, rgb, c->T, c->acc, f->C, s->tb - s->ta);
+    vx_fit_decode_sh_backward(&m->dec, f->fwd.raw, f->b, f->nb, dsigma, drgb, draw);
+    vx_fit_trilinear_scatter(f->grad, m->nx, m->ny, m->nz, m->nc, s->p, draw);
+    if (f->wmax && w > 0.0f) {
+        size_t idx[8];
+        float cw[8];
+        vx_fit_corners(m->nx, m->ny, m->nz, s->p, idx, cw);
+        for (int j = 0; j < 8; j++)
+            if (cw[j] > 0.0f) vx_fit_max(f->wmax + idx[j], w);
+    }
+}
+
 /* Backward of vx_march() for the sh decoder. `fwd` is vx_march(m, data, occ, o, d) (the
- * caller runs it; its colour is C), `g` = dL/dC. Marches the same samples again (same
- * segments, occupancy skips and early stop), accumulating dL/d(grid) into grad (atomics).
- * If wmax is not NULL each touched voxel's entry is raised to the sample's weight T*alpha
- * (pruning statistics). Returns the colour recomputed by this pass (equals fwd). */
+ * caller runs it; its colour is C), `g` = dL/dC. vx_march_run marches the same samples
+ * again (same segments, occupancy skips and early stop) while the visit accumulates
+ * dL/d(grid) into grad (atomics). If wmax is not NULL each touched voxel's entry is raised
+ * to the sample's weight T*alpha (pruning statistics). Writes the colour recomputed by
+ * this pass (equals fwd) to recomputed when not NULL. */
 VX_HD void vx_fit_march_backward(const vx_march_params *m, const float *data, const unsigned char *occ,
                                  vx_vec3 o, vx_vec3 d, const vx_ray_result *fwd, const float *g,
                                  float *grad, float *wmax, float *recomputed) {
-    float acc[3] = {0.0f, 0.0f, 0.0f}, T = 1.0f, t0, t1;
-    vx_vec3 oi = vx_affine_point(m->w2i, o), di = vx_affine_dir(m->w2i, d);
-    if (vx_ray_box(m->box_lo, m->box_hi, oi, di, &t0, &t1)) {
-        int n = vx_segment_count(t1 - t0, m->dt), nb = (m->dec.sh_degree + 1) * (m->dec.sh_degree + 1);
-        float raw[VX_MAX_CHANNELS], draw[VX_MAX_CHANNELS], rgb[3], b[16];
-        vx_sh_basis(m->dec.sh_degree, d, b);
-        for (int k = 0; k < n; k++) {
-            float ta, tb;
-            vx_segment(m, t0, t1, n, k, &ta, &tb);
-            float tm = 0.5f * (ta + tb);
-            vx_vec3 p = vx_add(oi, vx_scale(di, tm));
-            /* the same jump as vx_march(): skipped samples have zero gradient */
-            if (occ && vx_occ_skip(m, occ, oi, di, p, t0, n, &k)) continue;
-            vx_trilinear_fetch(data, m->nx, m->ny, m->nz, m->nc, p, raw);
-            float sigma = vx_decode(&m->dec, raw, d, rgb);
-            float delta = tb - ta;
-            float alpha = 1.0f - expf(-sigma * delta);
-            float w = T * alpha;
-            acc[0] += w * rgb[0]; acc[1] += w * rgb[1]; acc[2] += w * rgb[2];
-            T *= 1.0f - alpha;
-            float drgb[3] = {w * g[0], w * g[1], w * g[2]};
-            float dsigma = vx_fit_composite_dsigma(g, rgb, T, acc, fwd->rgb, delta);
-            vx_fit_decode_sh_backward(&m->dec, raw, b, nb, dsigma, drgb, draw);
-            vx_fit_trilinear_scatter(grad, m->nx, m->ny, m->nz, m->nc, p, draw);
-            if (wmax && w > 0.0f) {
-                size_t idx[8];
-                float cw[8];
-                vx_fit_corners(m->nx, m->ny, m->nz, p, idx, cw);
-                for (int j = 0; j < 8; j++)
-                    if (cw[j] > 0.0f) vx_fit_max(wmax + idx[j], w);
-            }
-            if (T < m->stop) break;
-        }
-    }
+    vx_fit_backward_op f;
+    f.fwd = vx_grid_op_make(m, data, NULL);
+    VX_MARCH_OP_INIT(&f.fwd.op, vx_grid_op_sample, vx_fit_backward_visit);
+    f.C = fwd->rgb;
+    f.g = g;
+    f.grad = grad;
+    f.wmax = wmax;
+    f.nb = vx_sh_basis(m->dec.sh_degree, d, f.b);
+    vx_ray_result r = vx_march_run(m, occ, o, d, VX_MARCH_OP_OF(&f));
     if (recomputed)
-        for (int c = 0; c < 3; c++) recomputed[c] = acc[c] + T * m->bg[c];
+        for (int c = 0; c < 3; c++) recomputed[c] = r.rgb[c];
 }
 
 /* Photometric loss of one ray: sum over rgb of (C - target)^2 times `scale` (the caller

@@ -18,7 +18,8 @@ typedef enum {
 
 typedef struct {
     int nx, ny, nz, nc;   /* lattice size (x fastest) and channels */
-    float *data;          /* nz*ny*nx*nc floats, channel innermost */
+    float *data;          /* nz*ny*nx*nc floats, channel innermost; NULL when sparse */
+    struct vx_sparse_s *sparse; /* brick storage (sparse.h) instead of data, or NULL */
     vx_dtype src_dtype;   /* element type in the file it was read from */
     double i2w[12];       /* row-major 3x4: world = M * (x, y, z) + t, x/y/z lattice indices */
     int align_corners;    /* 1: box = lattice hull; 0: box reaches half a cell past it */

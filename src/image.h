@@ -4,7 +4,7 @@
 #ifndef VX_IMAGE_H
 #define VX_IMAGE_H
 
-#include "render.h"
+#include "frame.h"
 
 #ifdef __cplusplus
 extern "C" {

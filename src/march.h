@@ -1,11 +1,21 @@
-/* march.h - one ray through the grid: clip to the box, cut into segments, sample at
- * segment midpoints, trilinearly interpolate, decode, composite front to back.
- * The CPU renderer calls vx_march() per pixel; the CUDA kernels share these helpers so
- * both backends compute the same samples. docs/RENDERING.md states the rules. */
+/* march.h - one ray through the grid, written once for every caller: clip to the box,
+ * cut into segments, skip empty occupancy cells, sample at segment midpoints, fetch and
+ * decode (the caller's op), composite front to back, and hand each sample to the op.
+ * The CPU renderer, the CUDA renderer and both fit backends run vx_march_run(); they
+ * differ only in their op (storage, decoder specialisation, what a sample feeds).
+ * docs/RENDERING.md states the rules; docs/ARCHITECTURE.md shows who calls what. */
 #ifndef VX_MARCH_H
 #define VX_MARCH_H
 
 #include "decode.h"
+#include "sparse.h"
+
+/* Read-only loads through the texture path on the GPU, plain loads on the CPU. */
+#if defined(__CUDA_ARCH__)
+#define VX_LDG(p) __ldg(p)
+#else
+#define VX_LDG(p) (*(p))
+#endif
 
 typedef struct {
     int nx, ny, nz, nc;     /* grid lattice size and channels, data is (z, y, x, c) */
@@ -16,6 +26,8 @@ typedef struct {
     float bg[3];            /* background colour */
     int occ_b;              /* occupancy cell size in voxels; 0 disables skipping */
     int occ_n[3];           /* occupancy grid size (x, y, z) */
+    int occ_shift1;         /* log2(occ_b) + 1 when occ_b is a power of two, else 0 (divide) */
+    int max_segments;       /* per-ray bound on segments from the index-space box (0: none) */
     vx_decoder dec;
 } vx_march_params;
 
@@ -46,9 +58,10 @@ VX_HD int vx_ray_box(const float *lo, const float *hi, vx_vec3 o, vx_vec3 d, flo
     return tf > tn;
 }
 
-/* Lattice cell and weight along one axis, clamping to the border (padding "border"). */
+/* Lattice cell and weight along one axis, clamping to the border (padding "border").
+ * The clamp is written so that NaN lands on 0 (a NaN never reaches an index). */
 VX_HD void vx_axis_cell(float x, int n, int *i0, int *i1, float *f) {
-    x = vx_clampf(x, 0.0f, (float)(n - 1));
+    x = x > 0.0f ? (x < (float)(n - 1) ? x : (float)(n - 1)) : 0.0f;
     int i = (int)floorf(x);
     if (i > n - 2) i = n - 2;
     if (i < 0) i = 0;
@@ -57,38 +70,96 @@ VX_HD void vx_axis_cell(float x, int n, int *i0, int *i1, float *f) {
     *f = n > 1 ? x - (float)i : 0.0f;
 }
 
-/* Trilinear interpolation of all channels at index-space point p. */
-VX_HD void vx_trilinear_fetch(const float *data, int nx, int ny, int nz, int nc, vx_vec3 p, float *out) {
-    int x0, x1, y0, y1, z0, z1;
+/* The trilinear cell of index-space point p: corner coordinates x[0..1], y[0..1],
+ * z[0..1] and the eight weights, corner k = 4*kz + 2*ky + kx (z0y0x0, z0y0x1, ...). Every
+ * fetch (dense, sparse, float16, CPU, CUDA, gradient scatter) starts here. */
+typedef struct {
+    int x[2], y[2], z[2];
+    float w[8];
+} vx_cell;
+
+VX_HD void vx_trilinear_cell(int nx, int ny, int nz, vx_vec3 p, vx_cell *c) {
     float fx, fy, fz;
-    vx_axis_cell(p.x, nx, &x0, &x1, &fx);
-    vx_axis_cell(p.y, ny, &y0, &y1, &fy);
-    vx_axis_cell(p.z, nz, &z0, &z1, &fz);
-    size_t sy = (size_t)nx * nc, sz = (size_t)ny * sy;
-    const float *c000 = data + z0 * sz + y0 * sy + (size_t)x0 * nc;
-    const float *c001 = data + z0 * sz + y0 * sy + (size_t)x1 * nc;
-    const float *c010 = data + z0 * sz + y1 * sy + (size_t)x0 * nc;
-    const float *c011 = data + z0 * sz + y1 * sy + (size_t)x1 * nc;
-    const float *c100 = data + z1 * sz + y0 * sy + (size_t)x0 * nc;
-    const float *c101 = data + z1 * sz + y0 * sy + (size_t)x1 * nc;
-    const float *c110 = data + z1 * sz + y1 * sy + (size_t)x0 * nc;
-    const float *c111 = data + z1 * sz + y1 * sy + (size_t)x1 * nc;
-    float w000 = (1 - fz) * (1 - fy) * (1 - fx), w001 = (1 - fz) * (1 - fy) * fx;
-    float w010 = (1 - fz) * fy * (1 - fx), w011 = (1 - fz) * fy * fx;
-    float w100 = fz * (1 - fy) * (1 - fx), w101 = fz * (1 - fy) * fx;
-    float w110 = fz * fy * (1 - fx), w111 = fz * fy * fx;
-    for (int c = 0; c < nc; c++)
-        out[c] = w000 * c000[c] + w001 * c001[c] + w010 * c010[c] + w011 * c011[c] +
-                 w100 * c100[c] + w101 * c101[c] + w110 * c110[c] + w111 * c111[c];
+    vx_axis_cell(p.x, nx, &c->x[0], &c->x[1], &fx);
+    vx_axis_cell(p.y, ny, &c->y[0], &c->y[1], &fy);
+    vx_axis_cell(p.z, nz, &c->z[0], &c->z[1], &fz);
+    c->w[0] = (1 - fz) * (1 - fy) * (1 - fx); c->w[1] = (1 - fz) * (1 - fy) * fx;
+    c->w[2] = (1 - fz) * fy * (1 - fx);       c->w[3] = (1 - fz) * fy * fx;
+    c->w[4] = fz * (1 - fy) * (1 - fx);       c->w[5] = fz * (1 - fy) * fx;
+    c->w[6] = fz * fy * (1 - fx);             c->w[7] = fz * fy * fx;
 }
 
-/* Occupancy cell holding index-space point p (clamped into the grid). */
+/* Lattice coordinates of corner k of cell c. */
+VX_HD void vx_cell_corner(const vx_cell *c, int k, int *x, int *y, int *z) {
+    *x = c->x[k & 1];
+    *y = c->y[(k >> 1) & 1];
+    *z = c->z[k >> 2];
+}
+
+/* out[c] = sum_k w_k v_k[c] over the eight corner values, in corner order (the order fixes
+ * the float rounding, so every storage gives the dense result bit for bit). */
+VX_HD void vx_cell_blend(const vx_cell *c, const float *const v[8], int nc, float *out) {
+    for (int j = 0; j < nc; j++)
+        out[j] = c->w[0] * v[0][j] + c->w[1] * v[1][j] + c->w[2] * v[2][j] + c->w[3] * v[3][j] +
+                 c->w[4] * v[4][j] + c->w[5] * v[5][j] + c->w[6] * v[6][j] + c->w[7] * v[7][j];
+}
+
+/* Dense (z, y, x, c) float32 storage: the nc floats of lattice point (x, y, z). */
+VX_HD const float *vx_dense_voxel(const float *data, int nx, int ny, int nc, int x, int y, int z) {
+    return data + (((size_t)z * ny + y) * nx + x) * (size_t)nc;
+}
+
+/* Trilinear interpolation of all channels of a dense float32 grid at index-space point p. */
+VX_HD void vx_trilinear_fetch(const float *data, int nx, int ny, int nz, int nc, vx_vec3 p, float *out) {
+    vx_cell c;
+    const float *v[8];
+    vx_trilinear_cell(nx, ny, nz, p, &c);
+    for (int k = 0; k < 8; k++) {
+        int x, y, z;
+        vx_cell_corner(&c, k, &x, &y, &z);
+        v[k] = vx_dense_voxel(data, nx, ny, nc, x, y, z);
+    }
+    vx_cell_blend(&c, v, nc, out);
+}
+
+/* The same on sparse storage: absent bricks read the background (sparse.h). */
+VX_HD void vx_trilinear_fetch_sparse(const vx_sparse *s, int nx, int ny, int nz, vx_vec3 p, float *out) {
+    vx_cell c;
+    const float *v[8];
+    vx_trilinear_cell(nx, ny, nz, p, &c);
+    for (int k = 0; k < 8; k++) {
+        int x, y, z;
+        vx_cell_corner(&c, k, &x, &y, &z);
+        v[k] = vx_sparse_voxel(s, x, y, z);
+    }
+    vx_cell_blend(&c, v, s->nc, out);
+}
+
+/* Floor of an index-space coordinate clamped to [0, n-1]; NaN gives 0. */
+VX_HD int vx_index_floor(float x, int n) {
+    x = x > 0.0f ? (x < (float)(n - 1) ? x : (float)(n - 1)) : 0.0f;
+    return (int)floorf(x);
+}
+
+/* Set the occupancy cell size b and grid size n, deriving the shift used for powers of two. */
+VX_HD void vx_march_set_occ(vx_march_params *m, int b, const int n[3]) {
+    m->occ_b = b;
+    m->occ_shift1 = 0;
+    for (int k = 0; k < 31; k++)
+        if (b == (1 << k)) m->occ_shift1 = k + 1;
+    for (int a = 0; a < 3; a++) m->occ_n[a] = n ? n[a] : 0;
+}
+
+/* Occupancy cell holding index-space point p (clamped into the grid): a shift when the
+ * cell size is a power of two, else a division; the same integers either way. */
 VX_HD int vx_occ_cell(const vx_march_params *m, vx_vec3 p, int *cx, int *cy, int *cz) {
-    int b = m->occ_b;
-    *cx = vx_mini((int)floorf(vx_clampf(p.x, 0.0f, (float)(m->nx - 1))) / b, m->occ_n[0] - 1);
-    *cy = vx_mini((int)floorf(vx_clampf(p.y, 0.0f, (float)(m->ny - 1))) / b, m->occ_n[1] - 1);
-    *cz = vx_mini((int)floorf(vx_clampf(p.z, 0.0f, (float)(m->nz - 1))) / b, m->occ_n[2] - 1);
-    return (*cz * m->occ_n[1] + *cy) * m->occ_n[0] + *cx;
+    int i[3] = {vx_index_floor(p.x, m->nx), vx_index_floor(p.y, m->ny), vx_index_floor(p.z, m->nz)};
+    for (int a = 0; a < 3; a++) {
+        i[a] = m->occ_shift1 > 0 ? i[a] >> (m->occ_shift1 - 1) : i[a] / m->occ_b;
+        i[a] = vx_mini(i[a], m->occ_n[a] - 1);
+    }
+    *cx = i[0]; *cy = i[1]; *cz = i[2];
+    return (i[2] * m->occ_n[1] + i[1]) * m->occ_n[0] + i[0];
 }
 
 /* World t at which the ray (index space) leaves occupancy cell (cx, cy, cz). */
@@ -104,11 +175,21 @@ VX_HD float vx_occ_exit(const vx_march_params *m, vx_vec3 o, vx_vec3 d, int cx, 
     return t;
 }
 
-/* Number of segments for a clipped interval of length len (last one shorter). */
-VX_HD int vx_segment_count(float len, float dt) {
-    int n = (int)ceilf(len / dt - 1e-4f);
-    return n < 1 ? 1 : n;
+/* Number of segments for a clipped interval of length len (last one shorter), at most
+ * cap (> 0) so that no placement can make one ray run unbounded. */
+VX_HD int vx_segment_count(float len, float dt, int cap) {
+    float n = ceilf(len / dt - 1e-4f);
+    if (cap > 0 && !(n <= (float)cap)) return cap;
+    if (!(n <= 2.0e9f)) return 2000000000; /* NaN or past int: never converted */
+    return n < 1.0f ? 1 : (int)n;
 }
+
+/* One sample: segment [ta, tb] along the ray (world units), its midpoint tm and the
+ * index-space point p at tm. */
+typedef struct {
+    float ta, tb, tm;
+    vx_vec3 p;
+} vx_sample;
 
 /* Segment k of n over [t0, t1]: all dt long but the last, which ends exactly at t1. */
 VX_HD void vx_segment(const vx_march_params *m, float t0, float t1, int n, int k, float *ta, float *tb) {
@@ -122,46 +203,149 @@ VX_HD void vx_segment(const vx_march_params *m, float t0, float t1, int n, int k
 VX_HD int vx_occ_skip(const vx_march_params *m, const unsigned char *occ, vx_vec3 oi, vx_vec3 di, vx_vec3 p,
                       float t0, int n, int *k) {
     int cx, cy, cz;
-    if (occ[vx_occ_cell(m, p, &cx, &cy, &cz)]) return 0;
+    if (VX_LDG(occ + vx_occ_cell(m, p, &cx, &cy, &cz))) return 0;
     float te = vx_occ_exit(m, oi, di, cx, cy, cz);
     float kf = floorf((te - t0) / m->dt - 0.5f);
-    if (kf > (float)n) kf = (float)n;
+    if (!(kf <= (float)n)) kf = (float)n;
     if ((int)kf - 1 > *k) *k = (int)kf - 1;
     return 1;
 }
 
-/* March one world-space ray (o, unit d). occ may be NULL (no skipping). */
-VX_HD vx_ray_result vx_march(const vx_march_params *m, const float *data, const unsigned char *occ,
-                             vx_vec3 o, vx_vec3 d) {
-    vx_ray_result r;
-    float acc[3] = {0.0f, 0.0f, 0.0f}, T = 1.0f, depth = 0.0f, t0, t1;
-    int samples = 0;
+/* ---- compositing: the one place the volume-rendering equation is evaluated ------------ */
+
+/* Front-to-back state: accumulated colour, transmittance T, depth sum, samples taken. */
+typedef struct {
+    float acc[3], T, depth;
+    int samples;
+} vx_composite;
+
+/* alpha = 1 - exp(-sigma (tb - ta)), w = T alpha, C += w c, depth += w tm, T *= 1 - alpha.
+ * Returns the sample's weight w. */
+VX_HD float vx_composite_step(vx_composite *c, float sigma, const float *rgb, const vx_sample *s) {
+    float alpha = 1.0f - expf(-sigma * (s->tb - s->ta));
+    float w = c->T * alpha;
+    c->acc[0] += w * rgb[0]; c->acc[1] += w * rgb[1]; c->acc[2] += w * rgb[2];
+    c->depth += w * s->tm;
+    c->T *= 1.0f - alpha;
+    return w;
+}
+
+/* ---- the march ---------------------------------------------------------------------- */
+
+/* What a caller plugs in: an op. sample() fetches and decodes at s->p seen along the unit
+ * world direction d: it returns sigma (scaled, >= 0) and, when sigma > 0, writes rgb.
+ * visit() sees every sample with sigma > 0 after it was composited: c holds the state
+ * including it, w its weight. A sample with sigma == 0 changes neither colour, T nor any
+ * gradient, so it is counted and passed over.
+ *
+ * In C an op starts with vx_march_op (two function pointers; gcc inlines them since the op
+ * is a local with constant pointers). In CUDA C++ vx_march_run is a template on the op's
+ * type and calls its static sample()/visit() directly: nvcc does not inline calls through
+ * function pointers (the kernels then spill to a stack), so the C++ form is what keeps
+ * each kernel's channels in registers. An op struct starts with `vx_march_op op` and
+ * ends with VX_MARCH_OP_FUNCS(sample, visit), which gives it the C++ form. */
+typedef struct {
+    float (*sample)(void *op, const vx_sample *s, vx_vec3 d, float *rgb);
+    void (*visit)(void *op, const vx_composite *c, const vx_sample *s, const float *rgb, float w);
+} vx_march_op;
+
+VX_HD void vx_march_no_visit(void *op, const vx_composite *c, const vx_sample *s, const float *rgb, float w) {
+    (void)op; (void)c; (void)s; (void)rgb; (void)w;
+}
+
+#ifdef __cplusplus
+#define VX_MARCH_OP_FUNCS(SAMPLE, VISIT)                                                                       \
+    static __host__ __device__ __forceinline__ float sample(void *o, const vx_sample *s, vx_vec3 d, float *rgb) { \
+        return SAMPLE(o, s, d, rgb);                                                                           \
+    }                                                                                                          \
+    static __host__ __device__ __forceinline__ void visit(void *o, const vx_composite *c, const vx_sample *s,  \
+                                                          const float *rgb, float w) {                         \
+        VISIT(o, c, s, rgb, w);                                                                                \
+    }
+#define VX_MARCH_TEMPLATE template <class vx_op_t>
+#define VX_MARCH_OP_PTR vx_op_t *
+#define VX_MARCH_OP_OF(o) (o)
+#define VX_MARCH_SAMPLE(op, s, d, rgb) vx_op_t::sample(op, s, d, rgb)
+#define VX_MARCH_VISIT(op, c, s, rgb, w) vx_op_t::visit(op, c, s, rgb, w)
+#else
+#define VX_MARCH_OP_FUNCS(SAMPLE, VISIT)
+#define VX_MARCH_TEMPLATE
+#define VX_MARCH_OP_PTR vx_march_op *
+#define VX_MARCH_OP_OF(o) ((vx_march_op *)(void *)(o)) /* an op starts with its head */
+#define VX_MARCH_SAMPLE(op, s, d, rgb) (op)->sample(op, s, d, rgb)
+#define VX_MARCH_VISIT(op, c, s, rgb, w) (op)->visit(op, c, s, rgb, w)
+#endif
+
+/* Fill an op's function pointers (the C form; unused but harmless in C++). */
+#define VX_MARCH_OP_INIT(op_head, SAMPLE, VISIT) ((op_head)->sample = (SAMPLE), (op_head)->visit = (VISIT))
+
+/* March one world-space ray (origin o, unit direction d); occ may be NULL (no skipping). */
+VX_MARCH_TEMPLATE
+VX_HD vx_ray_result vx_march_run(const vx_march_params *m, const unsigned char *occ, vx_vec3 o, vx_vec3 d,
+                                 VX_MARCH_OP_PTR op) {
+    vx_composite c = {{0.0f, 0.0f, 0.0f}, 1.0f, 0.0f, 0};
+    float t0, t1;
     vx_vec3 oi = vx_affine_point(m->w2i, o), di = vx_affine_dir(m->w2i, d);
     if (vx_ray_box(m->box_lo, m->box_hi, oi, di, &t0, &t1)) {
-        int n = vx_segment_count(t1 - t0, m->dt);
-        float raw[VX_MAX_CHANNELS], rgb[3];
+        int n = vx_segment_count(t1 - t0, m->dt, m->max_segments);
         for (int k = 0; k < n; k++) {
-            float ta, tb;
-            vx_segment(m, t0, t1, n, k, &ta, &tb);
-            float tm = 0.5f * (ta + tb);
-            vx_vec3 p = vx_add(oi, vx_scale(di, tm));
-            if (occ && vx_occ_skip(m, occ, oi, di, p, t0, n, &k)) continue;
-            vx_trilinear_fetch(data, m->nx, m->ny, m->nz, m->nc, p, raw);
-            float sigma = vx_decode(&m->dec, raw, d, rgb);
-            float alpha = 1.0f - expf(-sigma * (tb - ta));
-            float w = T * alpha;
-            acc[0] += w * rgb[0]; acc[1] += w * rgb[1]; acc[2] += w * rgb[2];
-            depth += w * tm;
-            T *= 1.0f - alpha;
-            samples++;
-            if (T < m->stop) break;
+            vx_sample s;
+            vx_segment(m, t0, t1, n, k, &s.ta, &s.tb);
+            s.tm = 0.5f * (s.ta + s.tb);
+            s.p = vx_add(oi, vx_scale(di, s.tm));
+            if (occ && vx_occ_skip(m, occ, oi, di, s.p, t0, n, &k)) continue;
+            float rgb[3];
+            float sigma = VX_MARCH_SAMPLE(op, &s, d, rgb);
+            c.samples++;
+            if (!(sigma > 0.0f)) continue;
+            float w = vx_composite_step(&c, sigma, rgb, &s);
+            VX_MARCH_VISIT(op, &c, &s, rgb, w);
+            if (c.T < m->stop) break;
         }
     }
-    for (int c = 0; c < 3; c++) r.rgb[c] = acc[c] + T * m->bg[c];
-    r.trans = T;
-    r.depth = depth;
-    r.samples = samples;
+    vx_ray_result r;
+    for (int k = 0; k < 3; k++) r.rgb[k] = c.acc[k] + c.T * m->bg[k];
+    r.trans = c.T;
+    r.depth = c.depth;
+    r.samples = c.samples;
     return r;
+}
+
+/* ---- the CPU ops: dense and sparse float32 storage, any decoder -------------------------- */
+
+VX_HD float vx_grid_op_sample(void *op, const vx_sample *s, vx_vec3 d, float *rgb);
+
+typedef struct vx_grid_op {
+    vx_march_op op;
+    const vx_march_params *m;
+    const float *data;          /* dense (z, y, x, c), or NULL when sparse is set */
+    const vx_sparse *sparse;
+    float raw[VX_MAX_CHANNELS]; /* the last sample's interpolated channels */
+    VX_MARCH_OP_FUNCS(vx_grid_op_sample, vx_march_no_visit)
+} vx_grid_op;
+
+VX_HD float vx_grid_op_sample(void *op, const vx_sample *s, vx_vec3 d, float *rgb) {
+    vx_grid_op *g = (vx_grid_op *)op;
+    const vx_march_params *m = g->m;
+    if (g->sparse) vx_trilinear_fetch_sparse(g->sparse, m->nx, m->ny, m->nz, s->p, g->raw);
+    else vx_trilinear_fetch(g->data, m->nx, m->ny, m->nz, m->nc, s->p, g->raw);
+    return vx_decode(&m->dec, g->raw, d, rgb);
+}
+
+VX_HD vx_grid_op vx_grid_op_make(const vx_march_params *m, const float *data, const vx_sparse *sparse) {
+    vx_grid_op g;
+    VX_MARCH_OP_INIT(&g.op, vx_grid_op_sample, vx_march_no_visit);
+    g.m = m;
+    g.data = data;
+    g.sparse = sparse;
+    return g;
+}
+
+/* March one ray through a dense float32 grid (the reference the tests call). */
+VX_HD vx_ray_result vx_march(const vx_march_params *m, const float *data, const unsigned char *occ, vx_vec3 o,
+                             vx_vec3 d) {
+    vx_grid_op g = vx_grid_op_make(m, data, NULL);
+    return vx_march_run(m, occ, o, d, VX_MARCH_OP_OF(&g));
 }
 
 #endif

@@ -23,7 +23,7 @@ extern "C" {
  * (bz*by_n + by)*bx_n + bx holds its pool slot or -1 (absent: every voxel = background).
  * Inside a brick voxels are (z, y, x, c), channel innermost, like the dense grid. Bricks at
  * the far faces are stored whole; their voxels past the lattice are never read. */
-typedef struct {
+typedef struct vx_sparse_s {
     int bn[3];                     /* table size per axis: ceil(n / 8) for x, y, z */
     int nc;                        /* channels per voxel */
     int32_t *table;                /* bn[0]*bn[1]*bn[2] slots or -1 */
@@ -32,13 +32,19 @@ typedef struct {
     float background[VX_SPARSE_MAX_CHANNELS]; /* value of voxels in absent bricks */
 } vx_sparse;
 
+/* Element offset of lattice point (x, y, z) in a pool of nc-channel bricks, or -1 when its
+ * brick is absent. Typed pools (float16 on the GPU) index with it too. */
+VX_HD ptrdiff_t vx_sparse_offset(const int32_t *table, const int bn[3], int nc, int x, int y, int z) {
+    int32_t slot = table[((size_t)(z >> VX_BRICK_LOG2) * bn[1] + (y >> VX_BRICK_LOG2)) * bn[0] + (x >> VX_BRICK_LOG2)];
+    if (slot < 0) return -1;
+    size_t local = ((size_t)(z & (VX_BRICK - 1)) * VX_BRICK + (y & (VX_BRICK - 1))) * VX_BRICK + (x & (VX_BRICK - 1));
+    return (ptrdiff_t)(((size_t)slot * VX_BRICK_VOXELS + local) * (size_t)nc);
+}
+
 /* The nc floats of lattice point (x, y, z), which must lie inside the lattice. */
 VX_HD const float *vx_sparse_voxel(const vx_sparse *s, int x, int y, int z) {
-    int32_t slot = s->table[((size_t)(z >> VX_BRICK_LOG2) * s->bn[1] + (y >> VX_BRICK_LOG2)) * s->bn[0] +
-                            (x >> VX_BRICK_LOG2)];
-    if (slot < 0) return s->background;
-    size_t local = ((size_t)(z & (VX_BRICK - 1)) * VX_BRICK + (y & (VX_BRICK - 1))) * VX_BRICK + (x & (VX_BRICK - 1));
-    return s->pool + ((size_t)slot * VX_BRICK_VOXELS + local) * (size_t)s->nc;
+    ptrdiff_t off = vx_sparse_offset(s->table, s->bn, s->nc, x, y, z);
+    return off < 0 ? s->background : s->pool + off;
 }
 
 #ifdef __cplusplus

@@ -205,7 +205,7 @@ static double ray_ref(const vx_march_params *m, const double *grid, vx_vec3 o, v
     vx_vec3 oi = vx_affine_point(m->w2i, o), di = vx_affine_dir(m->w2i, d);
     double T = 1.0, C[3] = {0, 0, 0};
     if (vx_ray_box(m->box_lo, m->box_hi, oi, di, &t0, &t1)) {
-        int n = vx_segment_count(t1 - t0, m->dt), nb = (m->dec.sh_degree + 1) * (m->dec.sh_degree + 1);
+        int n = vx_segment_count(t1 - t0, m->dt, m->max_segments), nb = (m->dec.sh_degree + 1) * (m->dec.sh_degree + 1);
         float b[16];
         vx_sh_basis(m->dec.sh_degree, d, b);
         for (int k = 0; k < n; k++) {

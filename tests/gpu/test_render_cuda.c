@@ -176,7 +176,7 @@ static void test_box_analytic(void **state) {
             OK(vx_cuda_render(cv, &cam, &f));
             /* expected, in double, with march.h's segmentation from t0 = 25 to t1 = 40 */
             double t0 = 25, t1 = 40, T = 1, depth = 0;
-            int ns = vx_segment_count((float)(t1 - t0), m.dt);
+            int ns = vx_segment_count((float)(t1 - t0), m.dt, m.max_segments);
             for (int k = 0; k < ns; k++) {
                 double ta = t0 + k * (double)m.dt, tb = k == ns - 1 ? t1 : ta + m.dt;
                 double a = 1 - exp(-sig * (tb - ta));
