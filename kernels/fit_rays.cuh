@@ -8,6 +8,7 @@
 
 #include "camera.h"
 #include "fit_march.h"
+#include "load.cuh"
 
 /* Where a thread's ray comes from: a host-made batch (origin/dir/target) or random pixels
  * of the training photos on the device (images != NULL). */
@@ -26,17 +27,7 @@ template <int DEG> struct vx_fit_sh {
 
 /* NC channels of voxel v (read-only path; the parameters do not change during the step). */
 template <int NC> __device__ __forceinline__ void vx_fit_load(const float *__restrict__ data, size_t v, float *out) {
-    const float *p = data + v * NC;
-    if constexpr (NC % 4 == 0) {
-#pragma unroll
-        for (int q = 0; q < NC; q += 4) {
-            float4 t = __ldg((const float4 *)(p + q));
-            out[q] = t.x; out[q + 1] = t.y; out[q + 2] = t.z; out[q + 3] = t.w;
-        }
-    } else {
-#pragma unroll
-        for (int c = 0; c < NC; c++) out[c] = __ldg(p + c);
-    }
+    vx_load_point<NC>(data + v * NC, out);
 }
 
 /* grad[v*NC + c] += s * val(c) for every channel; float4 atomics where the hardware has

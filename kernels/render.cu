@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common.cuh"
+#include "load.cuh"
 #include "vx_cuda.h"
 
 struct vx_cuda_volume {
@@ -32,34 +33,6 @@ struct vx_cuda_volume {
 template <int DEC, int DEG> struct vx_dec_traits {
     static constexpr int nc = DEC == VX_DEC_RGBA ? 4 : DEC == VX_DEC_SH ? 1 + 3 * (DEG + 1) * (DEG + 1) : 1;
 };
-
-/* NC channels of one lattice point as floats; vector loads when NC % 4 == 0 (the channel
- * stride is then a multiple of 4, vx__check_params makes sure). */
-template <int NC> __device__ __forceinline__ void vx_load_point(const float *__restrict__ p, float *v) {
-    if constexpr (NC % 4 == 0) {
-#pragma unroll
-        for (int j = 0; j < NC; j += 4) {
-            float4 q = __ldg((const float4 *)(p + j));
-            v[j] = q.x; v[j + 1] = q.y; v[j + 2] = q.z; v[j + 3] = q.w;
-        }
-    } else {
-#pragma unroll
-        for (int j = 0; j < NC; j++) v[j] = __ldg(p + j);
-    }
-}
-template <int NC> __device__ __forceinline__ void vx_load_point(const __half *__restrict__ p, float *v) {
-    if constexpr (NC % 4 == 0) {
-#pragma unroll
-        for (int j = 0; j < NC; j += 4) {
-            uint2 q = __ldg((const uint2 *)(p + j));
-            float2 a = __half22float2(*(__half2 *)&q.x), b = __half22float2(*(__half2 *)&q.y);
-            v[j] = a.x; v[j + 1] = a.y; v[j + 2] = b.x; v[j + 3] = b.y;
-        }
-    } else {
-#pragma unroll
-        for (int j = 0; j < NC; j++) v[j] = __half2float(p[j]);
-    }
-}
 
 /* Where a lattice point's channels live: dense (z, y, x, c) or sparse bricks (sparse.h),
  * float32 or float16. */

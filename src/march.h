@@ -109,30 +109,24 @@ VX_HD const float *vx_dense_voxel(const float *data, int nx, int ny, int nc, int
     return data + (((size_t)z * ny + y) * nx + x) * (size_t)nc;
 }
 
-/* Trilinear interpolation of all channels of a dense float32 grid at index-space point p. */
-VX_HD void vx_trilinear_fetch(const float *data, int nx, int ny, int nz, int nc, vx_vec3 p, float *out) {
+/* Trilinear interpolation of all channels at index-space point p, from dense float32
+ * storage (sparse == NULL) or from sparse bricks, where absent bricks read the background. */
+VX_HD void vx_trilinear_fetch_grid(const float *data, const vx_sparse *sparse, int nx, int ny, int nz, int nc,
+                                   vx_vec3 p, float *out) {
     vx_cell c;
     const float *v[8];
     vx_trilinear_cell(nx, ny, nz, p, &c);
     for (int k = 0; k < 8; k++) {
         int x, y, z;
         vx_cell_corner(&c, k, &x, &y, &z);
-        v[k] = vx_dense_voxel(data, nx, ny, nc, x, y, z);
+        v[k] = sparse ? vx_sparse_voxel(sparse, x, y, z) : vx_dense_voxel(data, nx, ny, nc, x, y, z);
     }
     vx_cell_blend(&c, v, nc, out);
 }
 
-/* The same on sparse storage: absent bricks read the background (sparse.h). */
-VX_HD void vx_trilinear_fetch_sparse(const vx_sparse *s, int nx, int ny, int nz, vx_vec3 p, float *out) {
-    vx_cell c;
-    const float *v[8];
-    vx_trilinear_cell(nx, ny, nz, p, &c);
-    for (int k = 0; k < 8; k++) {
-        int x, y, z;
-        vx_cell_corner(&c, k, &x, &y, &z);
-        v[k] = vx_sparse_voxel(s, x, y, z);
-    }
-    vx_cell_blend(&c, v, s->nc, out);
+/* The dense case, the form the tests and the fit's resampling call. */
+VX_HD void vx_trilinear_fetch(const float *data, int nx, int ny, int nz, int nc, vx_vec3 p, float *out) {
+    vx_trilinear_fetch_grid(data, NULL, nx, ny, nz, nc, p, out);
 }
 
 /* Floor of an index-space coordinate clamped to [0, n-1]; NaN gives 0. */
@@ -327,8 +321,7 @@ typedef struct vx_grid_op {
 VX_HD float vx_grid_op_sample(void *op, const vx_sample *s, vx_vec3 d, float *rgb) {
     vx_grid_op *g = (vx_grid_op *)op;
     const vx_march_params *m = g->m;
-    if (g->sparse) vx_trilinear_fetch_sparse(g->sparse, m->nx, m->ny, m->nz, s->p, g->raw);
-    else vx_trilinear_fetch(g->data, m->nx, m->ny, m->nz, m->nc, s->p, g->raw);
+    vx_trilinear_fetch_grid(g->data, g->sparse, m->nx, m->ny, m->nz, m->nc, s->p, g->raw);
     return vx_decode(&m->dec, g->raw, d, rgb);
 }
 
