@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "common.cuh"
-#include "vx_cuda.h"
+#include "cuda_device.h"
 
 /* ---- probe ------------------------------------------------------------------------ */
 

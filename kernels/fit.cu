@@ -18,7 +18,8 @@
 #include "fit.h"
 #include "fit_march.h"
 #include "fit_rays.cuh"
-#include "vx_cuda.h"
+#include "cuda_device.h"
+#include "cuda_fit.h"
 
 struct vx_fit_cuda {
     vx_fit_model m;             /* metadata only: lattice, box, mp, t (host arrays NULL) */

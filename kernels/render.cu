@@ -12,7 +12,8 @@
 #include <string.h>
 
 #include "common.cuh"
-#include "vx_cuda.h"
+#include "cuda_device.h"
+#include "cuda_render.h"
 
 struct vx_cuda_volume {
     vx_march_params mp;

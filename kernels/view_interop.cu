@@ -6,7 +6,8 @@
 #include <stdlib.h>
 
 #include "common.cuh"
-#include "vx_cuda.h"
+#include "cuda_device.h"
+#include "cuda_view.h"
 
 /* cuda_gl_interop.h needs the GL headers; a build machine without them (the device's
  * NO_VIEWER build) still compiles this file, with the one declaration it uses. */

@@ -14,7 +14,8 @@
 #include "scene.h"
 #include "vx_common.h"
 #ifdef VX_HAVE_CUDA
-#include "vx_cuda.h"
+#include "cuda_device.h"
+#include "cuda_fit.h"
 #endif
 
 static void vx__bench_fit_usage(FILE *o) {
@@ -61,7 +62,7 @@ static int vx__time(vx_fit_cuda *g, vx__step_fn fn, void *ctx, int k, double *ms
         if (fn(g, ctx, i + 2) || vx_cuda_sync()) { free(t); return -1; }
         if (i >= 0) t[i] = 1e3 * (vx_now() - t0);
     }
-    *ms = vx_bench_median(t, k);
+    *ms = vx_median(t, k);
     free(t);
     return 0;
 }
