@@ -115,17 +115,10 @@ static int vx__bench_render(int argc, char **argv) {
     }
     if (!nscenes) { fprintf(stderr, "voxray: bench render: no scene given (see --help)\n"); return 2; }
     if (!nsizes) { sizes[0][0] = cc.width > 0 ? cc.width : 800; sizes[0][1] = cc.height > 0 ? cc.height : 800; nsizes = 1; }
-    int use_cuda = 0;
-    char info[256] = "built without CUDA";
-#ifdef VX_HAVE_CUDA
-    use_cuda = cc.backend != VX_BACKEND_CPU && vx_cuda_probe(info, sizeof info);
-#endif
-    if (cc.backend == VX_BACKEND_CUDA && !use_cuda) {
-        fprintf(stderr, "voxray: bench render: --backend cuda: no usable CUDA device (%s)\n", info);
-        return 1;
-    }
-    if (!use_cuda && cc.backend == VX_BACKEND_AUTO)
-        vx_warn("bench render: using the CPU backend (%s)", info);
+    vx_backend_kind kind;
+    char info[256];
+    if (vx_backend_resolve(cc.backend, "bench render: using the CPU backend", &kind, info, sizeof info)) goto fail;
+    int use_cuda = kind == VX_BACKEND_CUDA;
     if (use_cuda) {
         double gbs;
         if (vx_bench_copy_bandwidth(&gbs)) goto fail;
