@@ -19,8 +19,11 @@ void vx_cuda_free(void *d);
 int vx_cuda_upload(void *d, const void *h, size_t bytes);
 int vx_cuda_download(void *h, const void *d, size_t bytes);
 int vx_cuda_copy(void *d_dst, const void *d_src, size_t bytes); /* device to device */
-int vx_cuda_zero(void *d, size_t bytes);
-int vx_cuda_sync(void);
+int vx_cuda_zero(void *d, size_t bytes);  /* asynchronous (stream order), like every launch */
+int vx_cuda_fill_bytes(void *d, int value, size_t bytes); /* asynchronous memset */
+int vx_cuda_sync(void);                   /* wait for all work; reports asynchronous faults */
+/* Device memory in use now (total - free, all processes), bytes; 0 if unknown. */
+size_t vx_cuda_mem_in_use(void);
 /* Fill n floats with uniform values in [lo, hi) from a counter hash of (seed, index). */
 int vx_cuda_fill_uniform(float *d, size_t n, unsigned seed, float lo, float hi);
 /* float32 -> float16 on the device (round to nearest even). */

@@ -60,8 +60,6 @@ int vx_fit_render_cuda(vx_fit_cuda *g, const vx_camera *c, float *rgb);
  * counter; vx_fit_cuda_timings returns the milliseconds since the last call for [0] rays,
  * [1] TV, [2] Adam, [3] occupancy, and resets them. */
 void vx_fit_cuda_profile(vx_fit_cuda *g, int on);
-/* Device memory in use now (cudaMemGetInfo: total - free), bytes; 0 if unknown. */
-size_t vx_fit_cuda_mem_in_use(void);
 void vx_fit_cuda_timings(vx_fit_cuda *g, double ms[4]);
 
 #ifdef __cplusplus

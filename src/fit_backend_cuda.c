@@ -92,7 +92,7 @@ const vx_fit_backend_ops vx_fit_backend_cuda = {
     .create = vx__create, .destroy = vx__destroy, .model = vx__model, .update_params = vx__update_params,
     .track_weights = vx__track_weights, .step = vx__step, .prune = vx__prune, .alive_bounds = vx__alive_bounds,
     .alive_count = vx__alive_count, .resample = vx__resample, .upsample = vx__upsample, .render = vx__render,
-    .sync = vx__sync, .profile = vx__profile, .timings = vx__timings, .mem_in_use = vx_fit_cuda_mem_in_use,
+    .sync = vx__sync, .profile = vx__profile, .timings = vx__timings, .mem_in_use = vx_cuda_mem_in_use,
 };
 #else
 typedef int vx__fit_backend_cuda_empty; /* ISO C wants a declaration in every unit */

@@ -18,6 +18,7 @@
 #include "camera.h"
 #include "dataset.h"
 #include "fit.h"
+#include "fit_backend.h"
 #include "vx_common.h"
 #include "vx_cuda.h"
 
