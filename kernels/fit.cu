@@ -21,7 +21,7 @@
 #include "cuda_device.h"
 #include "cuda_fit.h"
 
-struct vx_fit_cuda {
+struct vx_fit_device {
     vx_fit_model m;             /* metadata only: lattice, box, mp, t (host arrays NULL) */
     float *d_data, *d_grad, *d_m, *d_v, *d_wmax;
     unsigned char *d_alive, *d_occ;
@@ -180,20 +180,20 @@ __global__ void vx_fit_resample_kernel(const float *__restrict__ odata, const un
 /* ---- host side ------------------------------------------------------------------------------- */
 
 /* Profiling waits for the device around a step (checked: a fault shows at the step). */
-static int vx__prof_start(vx_fit_cuda *g, double *t0) {
+static int vx__prof_start(vx_fit_device *g, double *t0) {
     if (!g->profile) return 0;
     if (vx_cuda_sync()) return -1;
     *t0 = vx_now();
     return 0;
 }
-static int vx__prof_stop(vx_fit_cuda *g, int k, double t0) {
+static int vx__prof_stop(vx_fit_device *g, int k, double t0) {
     if (!g->profile) return 0;
     if (vx_cuda_sync()) return -1;
     g->prof_ms[k] += 1e3 * (vx_now() - t0);
     return 0;
 }
 
-static void vx__free_grid(vx_fit_cuda *g) {
+static void vx__free_grid(vx_fit_device *g) {
     vx_cuda_free(g->d_data); vx_cuda_free(g->d_grad); vx_cuda_free(g->d_m); vx_cuda_free(g->d_v);
     vx_cuda_free(g->d_wmax); vx_cuda_free(g->d_alive); vx_cuda_free(g->d_occ); vx_cuda_free(g->d_active);
     g->d_data = g->d_grad = g->d_m = g->d_v = g->d_wmax = NULL;
@@ -202,7 +202,7 @@ static void vx__free_grid(vx_fit_cuda *g) {
     g->occ_count = g->n_active = 0;
 }
 
-static int vx__alloc_grid(vx_fit_cuda *g) {
+static int vx__alloc_grid(vx_fit_device *g) {
     size_t nv = vx__nv(&g->m), n = nv * g->m.nc;
     if (nv > 0xffffffffull) return vx_error("fit: %zu voxels exceed the 32-bit voxel list", nv);
     if (vx_cuda_alloc((void **)&g->d_data, n * sizeof(float), "fit parameters") ||
@@ -220,7 +220,7 @@ static int vx__alloc_grid(vx_fit_cuda *g) {
 }
 
 /* Rebuild the ascending list of alive voxels (CUB's stream compaction). */
-static int vx__compact(vx_fit_cuda *g) {
+static int vx__compact(vx_fit_device *g) {
     size_t nv = vx__nv(&g->m), bytes = 0;
     if (nv > 0x7fffffffull) return vx_error("fit: %zu voxels exceed the compaction's int range", nv);
     thrust::counting_iterator<unsigned> first(0u);
@@ -238,7 +238,7 @@ static int vx__compact(vx_fit_cuda *g) {
     return 0;
 }
 
-extern "C" void vx_fit_cuda_destroy(vx_fit_cuda *g) {
+extern "C" void vx_fit_model_free_cuda(vx_fit_device *g) {
     if (!g) return;
     vx__free_grid(g);
     vx_cuda_free(g->d_origin); vx_cuda_free(g->d_dir); vx_cuda_free(g->d_target); vx_cuda_free(g->d_rgb);
@@ -248,7 +248,7 @@ extern "C" void vx_fit_cuda_destroy(vx_fit_cuda *g) {
     free(g);
 }
 
-static int vx__create(vx_fit_cuda *g, const vx_fit_model *f, int max_batch) {
+static int vx__create(vx_fit_device *g, const vx_fit_model *f, int max_batch) {
     size_t nv = vx__nv(f), n = nv * f->nc, nb = (size_t)max_batch;
     if (vx_cuda_alloc((void **)&g->d_count, sizeof(unsigned long long), "fit counter") ||
         vx_cuda_alloc((void **)&g->d_sum, 2 * sizeof(double), "fit sums") ||
@@ -269,37 +269,37 @@ static int vx__create(vx_fit_cuda *g, const vx_fit_model *f, int max_batch) {
     return vx__compact(g);
 }
 
-extern "C" int vx_fit_cuda_create(vx_fit_cuda **out, const vx_fit_model *f, int max_batch) {
+extern "C" int vx_fit_model_upload_cuda(vx_fit_device **out, const vx_fit_model *f, int max_batch) {
     *out = NULL;
     if (max_batch < 1) return vx_error("fit: CUDA batch of %d rays", max_batch);
-    vx_fit_cuda *g = (vx_fit_cuda *)vx_calloc(1, sizeof *g, "fit CUDA state");
+    vx_fit_device *g = (vx_fit_device *)vx_calloc(1, sizeof *g, "fit CUDA state");
     if (!g) return -1;
     g->m = *f;
     g->m.data = g->m.grad = g->m.adam_m = g->m.adam_v = g->m.wmax = NULL;
     g->m.alive = g->m.occ = NULL;
-    g->m.mp.occ_b = 0; /* occupancy is rebuilt on the device by vx_fit_occupancy_cuda */
+    g->m.mp.occ_b = 0; /* occupancy is rebuilt on the device by vx_fit_occupancy_build_cuda */
     g->max_batch = max_batch;
     g->version = 2;
-    if (vx__create(g, f, max_batch)) { vx_fit_cuda_destroy(g); return -1; }
+    if (vx__create(g, f, max_batch)) { vx_fit_model_free_cuda(g); return -1; }
     *out = g;
     return 0;
 }
 
-extern "C" const vx_fit_model *vx_fit_cuda_model(const vx_fit_cuda *g) { return &g->m; }
-extern "C" size_t vx_fit_cuda_alive(const vx_fit_cuda *g) { return g->n_active; }
-extern "C" void vx_fit_track_weights_cuda(vx_fit_cuda *g, int on) { g->m.track_wmax = on; }
-extern "C" void vx_fit_cuda_profile(vx_fit_cuda *g, int on) { g->profile = on; }
-extern "C" void vx_fit_cuda_timings(vx_fit_cuda *g, double ms[4]) {
+extern "C" const vx_fit_model *vx_fit_model_meta_cuda(const vx_fit_device *g) { return &g->m; }
+extern "C" size_t vx_fit_alive_count_cuda(const vx_fit_device *g) { return g->n_active; }
+extern "C" void vx_fit_track_weights_cuda(vx_fit_device *g, int on) { g->m.track_wmax = on; }
+extern "C" void vx_fit_profile_cuda(vx_fit_device *g, int on) { g->profile = on; }
+extern "C" void vx_fit_timings_cuda(vx_fit_device *g, double ms[4]) {
     for (int k = 0; k < 4; k++) { ms[k] = g->prof_ms[k]; g->prof_ms[k] = 0.0; }
 }
 
-extern "C" int vx_fit_cuda_set_version(vx_fit_cuda *g, int version) {
+extern "C" int vx_fit_set_ray_version_cuda(vx_fit_device *g, int version) {
     if (version != 1 && version != 2) return vx_error("fit: ray kernel version %d (1 or 2)", version);
     g->version = version;
     return 0;
 }
 
-static int vx__download(const vx_fit_cuda *g, vx_fit_model *f, int all) {
+static int vx__download(const vx_fit_device *g, vx_fit_model *f, int all) {
     if (f->nc != g->m.nc) return vx_error("fit: host model has %d channels, the device %d", f->nc, g->m.nc);
     memcpy(f->box_lo, g->m.box_lo, sizeof f->box_lo);
     memcpy(f->box_hi, g->m.box_hi, sizeof f->box_hi);
@@ -327,14 +327,14 @@ static int vx__download(const vx_fit_cuda *g, vx_fit_model *f, int all) {
                : 0;
 }
 
-extern "C" int vx_fit_cuda_download(const vx_fit_cuda *g, vx_fit_model *f) { return vx__download(g, f, 1); }
-extern "C" int vx_fit_cuda_download_params(const vx_fit_cuda *g, vx_fit_model *f) { return vx__download(g, f, 0); }
+extern "C" int vx_fit_model_download_cuda(const vx_fit_device *g, vx_fit_model *f) { return vx__download(g, f, 1); }
+extern "C" int vx_fit_params_download_cuda(const vx_fit_device *g, vx_fit_model *f) { return vx__download(g, f, 0); }
 
-extern "C" int vx_fit_zero_grad_cuda(vx_fit_cuda *g) {
+extern "C" int vx_fit_zero_grad_cuda(vx_fit_device *g) {
     return vx_cuda_zero(g->d_grad, vx__nv(&g->m) * g->m.nc * sizeof(float));
 }
 
-extern "C" int vx_fit_update_params_cuda(vx_fit_cuda *g, float stop) {
+extern "C" int vx_fit_update_params_cuda(vx_fit_device *g, float stop) {
     int occ_b = g->m.mp.occ_b, occ_n[3] = {g->m.mp.occ_n[0], g->m.mp.occ_n[1], g->m.mp.occ_n[2]};
     if (vx_fit_update_params(&g->m, stop)) return -1;
     if (g->d_occ) { /* keep the occupancy grid that is still valid for this lattice */
@@ -344,7 +344,7 @@ extern "C" int vx_fit_update_params_cuda(vx_fit_cuda *g, float stop) {
     return 0;
 }
 
-extern "C" int vx_fit_cuda_set_views(vx_fit_cuda *g, const vx_dataset *d) {
+extern "C" int vx_fit_views_upload_cuda(vx_fit_device *g, const vx_dataset *d) {
     if (d->n < 1 || d->width < 1 || d->height < 1) return vx_error("fit: no training views to upload");
     if ((unsigned long long)d->width * d->height >= (1ull << 32)) /* vx_fit_pick_pixel's 32-bit pixel index */
         return vx_error("fit: %dx%d photos are too large to sample", d->width, d->height);
@@ -361,7 +361,7 @@ extern "C" int vx_fit_cuda_set_views(vx_fit_cuda *g, const vx_dataset *d) {
 }
 
 /* Launch version 2 for this model's SH degree. */
-static int vx__rays_v2(vx_fit_cuda *g, const vx_fit_ray_src *src, int n, float *d_rgb) {
+static int vx__rays_v2(vx_fit_device *g, const vx_fit_ray_src *src, int n, float *d_rgb) {
     int bs = 128;
     unsigned blocks = vx_ceil_div((size_t)n, bs);
     float scale = 1.0f / (3.0f * (float)n);
@@ -379,7 +379,7 @@ static int vx__rays_v2(vx_fit_cuda *g, const vx_fit_ray_src *src, int n, float *
     return 0;
 }
 
-extern "C" int vx_fit_rays_backward_cuda(vx_fit_cuda *g, const vx_fit_batch *b, float *out_rgb, double *loss) {
+extern "C" int vx_fit_rays_backward_cuda(vx_fit_device *g, const vx_fit_batch *b, float *out_rgb, double *loss) {
     if (b->n > g->max_batch) return vx_error("fit: batch of %d rays exceeds the CUDA buffers (%d)", b->n, g->max_batch);
     double t0 = 0.0;
     if (vx__prof_start(g, &t0)) return -1;
@@ -407,8 +407,8 @@ extern "C" int vx_fit_rays_backward_cuda(vx_fit_cuda *g, const vx_fit_batch *b, 
     return vx__prof_stop(g, 0, t0);
 }
 
-extern "C" int vx_fit_rays_sampled_cuda(vx_fit_cuda *g, int n, uint64_t seed, double *loss) {
-    if (!g->d_images) return vx_error("fit: no training views on the device (vx_fit_cuda_set_views)");
+extern "C" int vx_fit_rays_sampled_cuda(vx_fit_device *g, int n, uint64_t seed, double *loss) {
+    if (!g->d_images) return vx_error("fit: no training views on the device (vx_fit_views_upload_cuda)");
     if (n < 1 || n > (1 << 26)) return vx_error("fit: batch of %d rays is outside 1..%d", n, 1 << 26);
     double t0 = 0.0;
     if (vx__prof_start(g, &t0)) return -1;
@@ -421,7 +421,7 @@ extern "C" int vx_fit_rays_sampled_cuda(vx_fit_cuda *g, int n, uint64_t seed, do
     return vx__prof_stop(g, 0, t0);
 }
 
-extern "C" int vx_fit_render_cuda(vx_fit_cuda *g, const vx_camera *c, float *rgb) {
+extern "C" int vx_fit_render_view_cuda(vx_fit_device *g, const vx_camera *c, float *rgb) {
     size_t n = (size_t)c->width * c->height * 3;
     if (n > g->render_cap) {
         vx_cuda_free(g->d_render);
@@ -443,7 +443,7 @@ extern "C" int vx_fit_render_cuda(vx_fit_cuda *g, const vx_camera *c, float *rgb
     return vx_cuda_download(rgb, g->d_render, n * sizeof(float));
 }
 
-extern "C" int vx_fit_tv_backward_cuda(vx_fit_cuda *g, float w_sigma, float w_sh, float fraction, uint64_t seed,
+extern "C" int vx_fit_tv_backward_cuda(vx_fit_device *g, float w_sigma, float w_sh, float fraction, uint64_t seed,
                                        float eps, double *term) {
     if (!g->n_active) { if (term) *term = 0.0; return 0; }
     double t0 = 0.0;
@@ -459,7 +459,7 @@ extern "C" int vx_fit_tv_backward_cuda(vx_fit_cuda *g, float w_sigma, float w_sh
     return vx__prof_stop(g, 1, t0);
 }
 
-extern "C" int vx_fit_adam_step_cuda(vx_fit_cuda *g, const vx_fit_hparams *h, float lr_sigma, float lr_sh) {
+extern "C" int vx_fit_adam_step_cuda(vx_fit_device *g, const vx_fit_hparams *h, float lr_sigma, float lr_sh) {
     g->m.t++;
     float bc1 = (float)(1.0 - pow(h->beta1, (double)g->m.t)), bc2 = (float)(1.0 - pow(h->beta2, (double)g->m.t));
     if (!g->n_active) return 0;
@@ -479,7 +479,7 @@ extern "C" int vx_fit_adam_step_cuda(vx_fit_cuda *g, const vx_fit_hparams *h, fl
     return vx__prof_stop(g, 2, t0);
 }
 
-extern "C" int vx_fit_occupancy_cuda(vx_fit_cuda *g, int cell) {
+extern "C" int vx_fit_occupancy_build_cuda(vx_fit_device *g, int cell) {
     vx_march_params *mp = &g->m.mp;
     int n[3] = {g->m.nx, g->m.ny, g->m.nz};
     if (cell < 1) return vx_error("fit: occupancy cell %d must be >= 1", cell);
@@ -506,13 +506,13 @@ extern "C" int vx_fit_occupancy_cuda(vx_fit_cuda *g, int cell) {
     return vx__prof_stop(g, 3, t0);
 }
 
-extern "C" int vx_fit_cuda_occupancy(const vx_fit_cuda *g, unsigned char *occ, size_t count) {
+extern "C" int vx_fit_occupancy_download_cuda(const vx_fit_device *g, unsigned char *occ, size_t count) {
     if (!g->d_occ || count != g->occ_count)
         return vx_error("fit: the device occupancy grid has %zu cells, not %zu", g->occ_count, count);
     return vx_cuda_download(occ, g->d_occ, count);
 }
 
-extern "C" int vx_fit_prune_cuda(vx_fit_cuda *g, float thresh, size_t *pruned) {
+extern "C" int vx_fit_prune_cuda(vx_fit_device *g, float thresh, size_t *pruned) {
     size_t nv = vx__nv(&g->m);
     unsigned long long count = 0;
     if (thresh > 0.0f && g->n_active) {
@@ -530,7 +530,7 @@ extern "C" int vx_fit_prune_cuda(vx_fit_cuda *g, float thresh, size_t *pruned) {
     return 0;
 }
 
-extern "C" int vx_fit_alive_bounds_cuda(vx_fit_cuda *g, int lo[3], int hi[3], size_t *alive) {
+extern "C" int vx_fit_alive_bounds_cuda(vx_fit_device *g, int lo[3], int hi[3], size_t *alive) {
     *alive = g->n_active;
     if (!g->n_active) return 0;
     int init[6] = {2147483647, 2147483647, 2147483647, -1, -1, -1}, b[6];
@@ -543,7 +543,7 @@ extern "C" int vx_fit_alive_bounds_cuda(vx_fit_cuda *g, int lo[3], int hi[3], si
     return 0;
 }
 
-extern "C" int vx_fit_resample_cuda(vx_fit_cuda *g, const double lo[3], const double hi[3], const int res[3]) {
+extern "C" int vx_fit_resample_cuda(vx_fit_device *g, const double lo[3], const double hi[3], const int res[3]) {
     size_t nv;
     for (int a = 0; a < 3; a++)
         if (!(hi[a] > lo[a])) return vx_error("fit: resample box is empty on axis %d", a);
@@ -553,7 +553,7 @@ extern "C" int vx_fit_resample_cuda(vx_fit_cuda *g, const double lo[3], const do
         return vx_error("fit: cannot resample to %dx%dx%d", res[0], res[1], res[2]);
     float a[3], b[3];
     vx_fit_resample_map(&g->m, lo, hi, res, a, b);
-    vx_fit_cuda old = *g;
+    vx_fit_device old = *g;
     g->m.nx = res[0]; g->m.ny = res[1]; g->m.nz = res[2];
     memcpy(g->m.box_lo, lo, sizeof g->m.box_lo);
     memcpy(g->m.box_hi, hi, sizeof g->m.box_hi);
@@ -579,6 +579,6 @@ extern "C" int vx_fit_resample_cuda(vx_fit_cuda *g, const double lo[3], const do
     return vx_fit_update_params(&g->m, g->m.mp.stop);
 }
 
-extern "C" int vx_fit_upsample_cuda(vx_fit_cuda *g, const int res[3]) {
+extern "C" int vx_fit_upsample_cuda(vx_fit_device *g, const int res[3]) {
     return vx_fit_resample_cuda(g, g->m.box_lo, g->m.box_hi, res);
 }

@@ -99,7 +99,7 @@ double vx_fit_tv_backward_cpu(vx_fit_model *f, float w_sigma, float w_sh, float 
 void vx_fit_adam_step_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr_sigma, float lr_sh);
 
 /* Rebuild the occupancy grid from the current densities (cells of `cell` voxels). */
-int vx_fit_occupancy_cpu(vx_fit_model *f, int cell);
+int vx_fit_occupancy_build_cpu(vx_fit_model *f, int cell);
 
 /* Prune: voxels whose wmax < thresh get all channels and moments zeroed and alive = 0.
  * Returns how many voxels were newly pruned; resets wmax to 0 (thresh 0: only that). */

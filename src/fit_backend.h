@@ -62,7 +62,7 @@ const vx_fit_backend_ops *vx_fit_backend_for(vx_backend_kind kind);
 
 /* Render view v of d from a host model with the normal CPU renderer (occupancy skipping,
  * stop 1e-4) into fr (allocated here); returns 0 or -1. */
-int vx_fit_render_view(const vx_fit_model *f, const vx_dataset *d, int v, vx_frame *fr);
+int vx_fit_render_view_cpu(const vx_fit_model *f, const vx_dataset *d, int v, vx_frame *fr);
 
 #ifdef __cplusplus
 }

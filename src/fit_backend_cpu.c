@@ -12,7 +12,7 @@ struct vx_fit_backend {
     vx_fit_batch batch;
 };
 
-int vx_fit_render_view(const vx_fit_model *f, const vx_dataset *d, int v, vx_frame *fr) {
+int vx_fit_render_view_cpu(const vx_fit_model *f, const vx_dataset *d, int v, vx_frame *fr) {
     vx_scene s;
     vx_volume vol;
     vx_render_opts o;
@@ -48,7 +48,7 @@ static void vx__track_weights(vx_fit_backend *b, int on) { b->f->track_wmax = on
 
 static int vx__step(vx_fit_backend *b, const vx_fit_step *s, double *loss) {
     vx_fit_sample_batch(b->train, s->ray_seed, &b->batch);
-    if (s->occ_cell > 0 && vx_fit_occupancy_cpu(b->f, s->occ_cell)) return -1;
+    if (s->occ_cell > 0 && vx_fit_occupancy_build_cpu(b->f, s->occ_cell)) return -1;
     vx_fit_zero_grad_cpu(b->f);
     *loss = vx_fit_rays_backward_cpu(b->f, &b->batch, NULL);
     if (s->tv_sigma > 0 || s->tv_sh > 0)
@@ -79,7 +79,7 @@ static int vx__upsample(vx_fit_backend *b, const int res[3]) { return vx_fit_ups
 
 static int vx__render(vx_fit_backend *b, const vx_dataset *d, int v, int occ_cell, vx_frame *fr) {
     (void)occ_cell; /* the renderer builds its own occupancy grid */
-    return vx_fit_render_view(b->f, d, v, fr);
+    return vx_fit_render_view_cpu(b->f, d, v, fr);
 }
 
 static int vx__sync(vx_fit_backend *b) { (void)b; return 0; }
