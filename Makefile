@@ -1,6 +1,6 @@
 # voxray Makefile: host C11 in src/, CUDA in kernels/ (built when nvcc is found),
 # the viewer in src/view/ (built when GLFW and the glad2 generator are found).
-# Targets: all demo test test-gpu test-gpu-build bench deps deps-bundle clean.
+# Targets: all demo test test-gpu test-gpu-build bench layers deps deps-bundle clean.
 # V=1 prints full commands; WERROR=1 (or CI set) turns warnings into errors;
 # REQUIRE_CUDA=1 fails instead of building without CUDA when nvcc is missing.
 
@@ -121,7 +121,7 @@ else
 Q := @
 endif
 
-.PHONY: all demo test test-gpu test-gpu-build bench deps check-deps deps-bundle clean scenes install-deps
+.PHONY: all demo test test-gpu test-gpu-build bench layers deps check-deps deps-bundle clean scenes install-deps
 all: $(BUILD)/voxray
 
 $(BUILD)/voxray: $(BUILD)/src/main.o $(LIB_OBJ) $(VIEW_OBJ)
@@ -189,6 +189,10 @@ demo: deps
 
 bench: $(BUILD)/voxray
 	$(BUILD)/voxray bench kernels
+
+# The layering of docs/ARCHITECTURE.md: upward includes and call cycles (exit 1 if any).
+layers: $(BUILD)/voxray
+	$(Q)sh tools/include_graph.sh $(BUILD)
 
 # Headers and libraries the device machine lacks, gathered here (Debian) into .deps/.
 deps-bundle:
