@@ -1,6 +1,6 @@
-/* vx_cuda.h - umbrella over the per-module CUDA headers, for callers that use several:
- * cuda_device.h (memory, timers, probe), cuda_render.h, cuda_trilinear.h, cuda_fit.h,
- * cuda_view.h. New code includes the module header it needs. */
+/* vx_cuda.h - umbrella over the per-module CUDA headers (cuda_device.h, cuda_render.h,
+ * cuda_trilinear.h, cuda_fit.h, cuda_view.h), kept for src/view/view_cuda.c only; new
+ * code includes the module header it needs, and this file goes when the viewer does. */
 #ifndef VX_CUDA_H
 #define VX_CUDA_H
 

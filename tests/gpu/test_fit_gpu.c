@@ -20,7 +20,8 @@
 #include "fit.h"
 #include "fit_backend.h"
 #include "vx_common.h"
-#include "vx_cuda.h"
+#include "cuda_device.h"
+#include "cuda_fit.h"
 
 #define OK(call) do { if ((call) != 0) fail_msg("%s: %s", #call, vx_errmsg()); } while (0)
 
