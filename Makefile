@@ -1,9 +1,12 @@
 # voxray Makefile: host C11 in src/, CUDA in kernels/ (built when nvcc is found),
 # the viewer in src/view/ (built when GLFW and the glad2 generator are found).
-# Targets: all demo test test-gpu bench deps-bundle clean. V=1 prints full commands.
+# Targets: all demo test test-gpu test-gpu-build bench layers deps deps-bundle clean.
+# V=1 prints full commands; WERROR=1 (or CI set) turns warnings into errors;
+# REQUIRE_CUDA=1 fails instead of building without CUDA when nvcc is missing.
 
 CC       ?= gcc
 BUILD    ?= build
+BUILD_IS_DEFAULT := $(filter file,$(origin BUILD))
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_75,code=compute_75
 PYTHON   ?= python3
 
@@ -25,6 +28,13 @@ CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp -MMD -MP -Isrc -Ike
 OPT      ?= -O2 -g
 LDLIBS   := $(DEPS_LDFLAGS) -lcjson -lzip -lz -lm -fopenmp
 
+# warnings: -Wall -Wextra stay at zero; CI (and WERROR=1) makes any new one an error
+ifneq ($(filter-out 0,$(WERROR))$(if $(WERROR),,$(CI)),)
+WERROR_C  := -Werror
+WERROR_CU := -Xcompiler -Werror
+endif
+CFLAGS_BASE += $(WERROR_C)
+
 ifeq ($(SAN),1)
 BUILD    := build-san
 OPT      := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
@@ -35,6 +45,14 @@ endif
 NVCC ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/cuda/bin/nvcc))
 ifeq ($(NO_CUDA),1)
 NVCC :=
+NO_CUDA_WHY := NO_CUDA=1
+else
+NO_CUDA_WHY := nvcc not found
+ifeq ($(NVCC),)
+ifeq ($(REQUIRE_CUDA),1)
+$(error voxray: REQUIRE_CUDA=1 but nvcc was found neither on PATH nor at /usr/local/cuda/bin/nvcc)
+endif
+endif
 endif
 CU_SRC := $(wildcard kernels/*.cu)
 ifneq ($(NVCC),)
@@ -42,7 +60,7 @@ CUDA_HOME   := $(patsubst %/bin/nvcc,%,$(NVCC))
 CU_OBJ      := $(patsubst %.cu,$(BUILD)/%.o,$(CU_SRC))
 CFLAGS_BASE += -DVX_HAVE_CUDA=1 -I$(CUDA_HOME)/include
 LDLIBS      += -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart_static -lstdc++ -ldl -lrt -lpthread
-NVCCFLAGS   := -O3 -std=c++17 -lineinfo $(CUDA_ARCH) -Isrc -Ikernels -Xcompiler -Wall -MMD -MP
+NVCCFLAGS   := -O3 -std=c++17 -lineinfo $(CUDA_ARCH) -Isrc -Ikernels -Xcompiler -Wall $(WERROR_CU) -MMD -MP
 ifeq ($(SAN),1)
 NVCCFLAGS   += -Xcompiler -fno-omit-frame-pointer
 endif
@@ -51,10 +69,20 @@ CU_OBJ :=
 endif
 
 # ---- viewer -----------------------------------------------------------------------------
+# Built when GLFW is found and the pinned glad2 generator is importable (or its loader was
+# generated already); `make deps` installs both.
 GLAD_DIR := $(BUILD)/glad
+GLAD_VERSION := 2.0.8
 HAVE_GLFW := $(shell pkg-config --exists glfw3 2>/dev/null && echo 1)
+HAVE_GLAD := $(if $(wildcard $(GLAD_DIR)/src/gl.c),1,$(shell $(PYTHON) -c "import glad,sys; \
+    sys.exit(glad.__version__ != '$(GLAD_VERSION)')" 2>/dev/null && echo 1))
+NO_VIEWER_WHY := GLFW or glad2 missing
+ifneq ($(HAVE_GLAD),1)
+HAVE_GLFW :=
+endif
 ifeq ($(NO_VIEWER),1)
 HAVE_GLFW :=
+NO_VIEWER_WHY := NO_VIEWER=1
 endif
 VIEW_SRC := $(wildcard src/view/*.c)
 ifeq ($(HAVE_GLFW),1)
@@ -67,6 +95,17 @@ VIEW_LIBS :=
 endif
 
 CFLAGS := $(CFLAGS_BASE) $(OPT)
+
+# one line each when a part is left out (once: sub-makes inherit VX_SAID)
+ifndef VX_SAID
+ifeq ($(NVCC),)
+$(info voxray: building without CUDA ($(NO_CUDA_WHY)))
+endif
+ifneq ($(HAVE_GLFW),1)
+$(info voxray: building without the viewer ($(NO_VIEWER_WHY)))
+endif
+endif
+export VX_SAID := 1
 
 # ---- sources ----------------------------------------------------------------------------
 LIB_SRC  := $(filter-out src/main.c,$(wildcard src/*.c src/cmd/*.c src/formats/*.c))
@@ -82,7 +121,7 @@ else
 Q := @
 endif
 
-.PHONY: all demo test test-gpu bench deps deps-bundle clean scenes install-deps
+.PHONY: all demo test test-gpu test-gpu-build bench layers deps check-deps deps-bundle clean scenes install-deps
 all: $(BUILD)/voxray
 
 $(BUILD)/voxray: $(BUILD)/src/main.o $(LIB_OBJ) $(VIEW_OBJ)
@@ -104,12 +143,10 @@ $(BUILD)/src/view/%.o: src/view/%.c $(GLAD_DIR)/include/glad/gl.h
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS) -I$(GLAD_DIR)/include -c $< -o $@
 
-# glad2 (PyPI, pinned in third_party/README.md) generates the GL 3.3 core loader.
-GLAD_VERSION := 2.0.8
+# glad2 (PyPI, pinned in third_party/README.md; `make deps` installs it) generates the
+# GL 3.3 core loader.
 $(GLAD_DIR)/include/glad/gl.h:
 	@echo "  GLAD    $(GLAD_DIR)"
-	$(Q)$(PYTHON) -c "import glad,sys; sys.exit(glad.__version__ != '$(GLAD_VERSION)')" 2>/dev/null || \
-	    $(PYTHON) -m pip install -q "glad2==$(GLAD_VERSION)"
 	$(Q)$(PYTHON) -m glad --quiet --api gl:core=3.3 --out-path $(GLAD_DIR) --reproducible c >/dev/null
 $(GLAD_DIR)/src/gl.c: $(GLAD_DIR)/include/glad/gl.h
 $(GLAD_DIR)/src/gl.o: $(GLAD_DIR)/src/gl.c
@@ -121,18 +158,28 @@ $(BUILD)/tests/%: tests/%.c $(LIB_OBJ) $(VIEW_OBJ)
 	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) $(VIEW_OBJ) $(LDLIBS) $(VIEW_LIBS) -lcmocka
 
 # ---- what people run --------------------------------------------------------------------
-install-deps:
+# `make deps` installs what is missing (Debian packages as root, glad2 with pip);
+# `make test` only checks, says what is missing and stops.
+deps install-deps:
 	@sh tools/install-deps.sh
 
-test: install-deps
+check-deps:
+	@PYTHON=$(PYTHON) sh tools/install-deps.sh --check
+
+test: check-deps
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/voxray $(TEST_BIN)
 	$(Q)VOXRAY=$(BUILD)/voxray BUILD=$(BUILD) sh tests/run_tests.sh $(TEST_BIN)
 
 test-gpu: $(BUILD)/voxray $(GPU_TEST_BIN)
 	$(Q)VOXRAY=$(BUILD)/voxray BUILD=$(BUILD) sh tests/gpu/run_gpu_tests.sh $(GPU_TEST_BIN)
 
+# Compile every kernel and link the GPU tests without running them (CI has nvcc, no GPU).
+test-gpu-build: $(BUILD)/voxray $(GPU_TEST_BIN)
+	$(if $(NVCC),,$(error voxray: test-gpu-build needs nvcc))
+	@echo "test-gpu-build: $(words $(CU_OBJ)) kernels and $(words $(GPU_TEST_BIN)) GPU tests built"
+
 SCENES := orbs shell sh-glass cloud phantom
-demo: install-deps
+demo: deps
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/voxray
 	$(Q)mkdir -p out
 	$(Q)for s in $(SCENES); do res=128; [ $$s = phantom ] && res=256; \
@@ -143,12 +190,17 @@ demo: install-deps
 bench: $(BUILD)/voxray
 	$(BUILD)/voxray bench kernels
 
+# The layering of docs/ARCHITECTURE.md: upward includes and call cycles (exit 1 if any).
+layers: $(BUILD)/voxray
+	$(Q)sh tools/include_graph.sh $(BUILD)
+
 # Headers and libraries the device machine lacks, gathered here (Debian) into .deps/.
 deps-bundle:
 	@sh tools/deps-bundle.sh .deps
 
+# BUILD=dir: only that folder; by default both build/ and build-san/.
 clean:
-	rm -rf build build-san
+	rm -rf $(if $(BUILD_IS_DEFAULT),build build-san,$(BUILD))
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

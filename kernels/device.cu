@@ -1,12 +1,12 @@
 /* device.cu - device discovery and the small device helpers (memory, copies, timers,
- * float16 conversion) that backend.c, the bench and the GPU tests reach through
- * vx_cuda.h. Every runtime call is checked. */
+ * float16 conversion) that every other kernels/ file, backend.c, the bench and the GPU
+ * tests use (cuda_device.h). Every runtime call is checked. */
 #include <cuda_fp16.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "common.cuh"
-#include "vx_cuda.h"
+#include "cuda_device.h"
 
 /* ---- probe ------------------------------------------------------------------------ */
 
@@ -80,9 +80,23 @@ extern "C" int vx_cuda_zero(void *d, size_t bytes) {
     return 0;
 }
 
+extern "C" int vx_cuda_fill_bytes(void *d, int value, size_t bytes) {
+    VX_CUDA_CHECK(cudaMemsetAsync(d, value, bytes, 0));
+    return 0;
+}
+
 extern "C" int vx_cuda_sync(void) {
     VX_CUDA_CHECK(cudaDeviceSynchronize());
     return 0;
+}
+
+extern "C" size_t vx_cuda_mem_in_use(void) {
+    size_t free_b = 0, total = 0;
+    if (cudaMemGetInfo(&free_b, &total) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return total - free_b;
 }
 
 __global__ void vx_to_half_kernel(const float *__restrict__ src, __half *__restrict__ dst, size_t n) {

@@ -18,9 +18,10 @@
 #include "fit.h"
 #include "fit_march.h"
 #include "fit_rays.cuh"
-#include "vx_cuda.h"
+#include "cuda_device.h"
+#include "cuda_fit.h"
 
-struct vx_fit_cuda {
+struct vx_fit_device {
     vx_fit_model m;             /* metadata only: lattice, box, mp, t (host arrays NULL) */
     float *d_data, *d_grad, *d_m, *d_v, *d_wmax;
     unsigned char *d_alive, *d_occ;
@@ -178,125 +179,127 @@ __global__ void vx_fit_resample_kernel(const float *__restrict__ odata, const un
 
 /* ---- host side ------------------------------------------------------------------------------- */
 
-static void vx__prof_start(vx_fit_cuda *g, double *t0) {
-    if (g->profile) { cudaDeviceSynchronize(); *t0 = vx_now(); }
+/* Profiling waits for the device around a step (checked: a fault shows at the step). */
+static int vx__prof_start(vx_fit_device *g, double *t0) {
+    if (!g->profile) return 0;
+    if (vx_cuda_sync()) return -1;
+    *t0 = vx_now();
+    return 0;
 }
-static void vx__prof_stop(vx_fit_cuda *g, int k, double t0) {
-    if (g->profile) { cudaDeviceSynchronize(); g->prof_ms[k] += 1e3 * (vx_now() - t0); }
+static int vx__prof_stop(vx_fit_device *g, int k, double t0) {
+    if (!g->profile) return 0;
+    if (vx_cuda_sync()) return -1;
+    g->prof_ms[k] += 1e3 * (vx_now() - t0);
+    return 0;
 }
 
-static void vx__free_grid(vx_fit_cuda *g) {
-    cudaFree(g->d_data); cudaFree(g->d_grad); cudaFree(g->d_m); cudaFree(g->d_v);
-    cudaFree(g->d_wmax); cudaFree(g->d_alive); cudaFree(g->d_occ); cudaFree(g->d_active);
+static void vx__free_grid(vx_fit_device *g) {
+    vx_cuda_free(g->d_data); vx_cuda_free(g->d_grad); vx_cuda_free(g->d_m); vx_cuda_free(g->d_v);
+    vx_cuda_free(g->d_wmax); vx_cuda_free(g->d_alive); vx_cuda_free(g->d_occ); vx_cuda_free(g->d_active);
     g->d_data = g->d_grad = g->d_m = g->d_v = g->d_wmax = NULL;
     g->d_alive = g->d_occ = NULL;
     g->d_active = NULL;
     g->occ_count = g->n_active = 0;
 }
 
-static int vx__alloc_grid(vx_fit_cuda *g) {
+static int vx__alloc_grid(vx_fit_device *g) {
     size_t nv = vx__nv(&g->m), n = nv * g->m.nc;
     if (nv > 0xffffffffull) return vx_error("fit: %zu voxels exceed the 32-bit voxel list", nv);
-    VX_CUDA_CHECK(cudaMalloc((void **)&g->d_data, n * sizeof(float)));
-    VX_CUDA_CHECK(cudaMalloc((void **)&g->d_grad, n * sizeof(float)));
-    VX_CUDA_CHECK(cudaMalloc((void **)&g->d_m, n * sizeof(float)));
-    VX_CUDA_CHECK(cudaMalloc((void **)&g->d_v, n * sizeof(float)));
-    VX_CUDA_CHECK(cudaMalloc((void **)&g->d_wmax, nv * sizeof(float)));
-    VX_CUDA_CHECK(cudaMalloc((void **)&g->d_alive, nv));
-    VX_CUDA_CHECK(cudaMalloc((void **)&g->d_active, nv * sizeof(unsigned)));
-    VX_CUDA_CHECK(cudaMemset(g->d_grad, 0, n * sizeof(float)));
-    VX_CUDA_CHECK(cudaMemset(g->d_m, 0, n * sizeof(float)));
-    VX_CUDA_CHECK(cudaMemset(g->d_v, 0, n * sizeof(float)));
-    VX_CUDA_CHECK(cudaMemset(g->d_wmax, 0, nv * sizeof(float)));
-    return 0;
+    if (vx_cuda_alloc((void **)&g->d_data, n * sizeof(float), "fit parameters") ||
+        vx_cuda_alloc((void **)&g->d_grad, n * sizeof(float), "fit gradient") ||
+        vx_cuda_alloc((void **)&g->d_m, n * sizeof(float), "fit Adam moments") ||
+        vx_cuda_alloc((void **)&g->d_v, n * sizeof(float), "fit Adam moments") ||
+        vx_cuda_alloc((void **)&g->d_wmax, nv * sizeof(float), "fit max weights") ||
+        vx_cuda_alloc((void **)&g->d_alive, nv, "fit alive mask") ||
+        vx_cuda_alloc((void **)&g->d_active, nv * sizeof(unsigned), "fit alive-voxel list"))
+        return -1;
+    return vx_cuda_zero(g->d_grad, n * sizeof(float)) || vx_cuda_zero(g->d_m, n * sizeof(float)) ||
+                   vx_cuda_zero(g->d_v, n * sizeof(float)) || vx_cuda_zero(g->d_wmax, nv * sizeof(float))
+               ? -1
+               : 0;
 }
 
 /* Rebuild the ascending list of alive voxels (CUB's stream compaction). */
-static int vx__compact(vx_fit_cuda *g) {
+static int vx__compact(vx_fit_device *g) {
     size_t nv = vx__nv(&g->m), bytes = 0;
     if (nv > 0x7fffffffull) return vx_error("fit: %zu voxels exceed the compaction's int range", nv);
     thrust::counting_iterator<unsigned> first(0u);
     int *d_num = (int *)g->d_bounds; /* scratch: bounds are recomputed when needed */
     VX_CUDA_CHECK(cub::DeviceSelect::Flagged(NULL, bytes, first, g->d_alive, g->d_active, d_num, (int)nv));
     void *tmp = NULL;
-    VX_CUDA_CHECK(cudaMalloc(&tmp, bytes));
+    if (vx_cuda_alloc(&tmp, bytes, "fit compaction scratch")) return -1;
     cudaError_t e = cub::DeviceSelect::Flagged(tmp, bytes, first, g->d_alive, g->d_active, d_num, (int)nv);
-    int num = 0;
-    if (e == cudaSuccess) e = cudaMemcpy(&num, d_num, sizeof num, cudaMemcpyDeviceToHost);
-    cudaFree(tmp);
-    if (e != cudaSuccess) return vx_error("%s:%d: alive-voxel compaction: %s", __FILE__, __LINE__, cudaGetErrorString(e));
+    int num = 0, rc = e == cudaSuccess ? vx_cuda_download(&num, d_num, sizeof num)
+                                       : vx_error("%s:%d: alive-voxel compaction: %s", __FILE__, __LINE__,
+                                                  cudaGetErrorString(e));
+    vx_cuda_free(tmp);
+    if (rc) return -1;
     g->n_active = (size_t)num;
     return 0;
 }
 
-extern "C" void vx_fit_cuda_destroy(vx_fit_cuda *g) {
+extern "C" void vx_fit_model_free_cuda(vx_fit_device *g) {
     if (!g) return;
     vx__free_grid(g);
-    cudaFree(g->d_origin); cudaFree(g->d_dir); cudaFree(g->d_target); cudaFree(g->d_rgb); cudaFree(g->d_loss);
-    cudaFree(g->d_count); cudaFree(g->d_sum); cudaFree(g->d_bounds);
-    cudaFree(g->d_images); cudaFree(g->d_cams); cudaFree(g->d_render);
+    vx_cuda_free(g->d_origin); vx_cuda_free(g->d_dir); vx_cuda_free(g->d_target); vx_cuda_free(g->d_rgb);
+    vx_cuda_free(g->d_loss); vx_cuda_free(g->d_count); vx_cuda_free(g->d_sum); vx_cuda_free(g->d_bounds);
+    vx_cuda_free(g->d_images); vx_cuda_free(g->d_cams); vx_cuda_free(g->d_render);
     free(g->h_loss);
     free(g);
 }
 
-static int vx__create(vx_fit_cuda *g, const vx_fit_model *f, int max_batch) {
+static int vx__create(vx_fit_device *g, const vx_fit_model *f, int max_batch) {
     size_t nv = vx__nv(f), n = nv * f->nc, nb = (size_t)max_batch;
-    VX_CUDA_CHECK(cudaMalloc((void **)&g->d_count, sizeof(unsigned long long)));
-    VX_CUDA_CHECK(cudaMalloc((void **)&g->d_sum, 2 * sizeof(double)));
-    VX_CUDA_CHECK(cudaMalloc((void **)&g->d_bounds, 6 * sizeof(int)));
-    if (vx__alloc_grid(g)) return -1;
-    VX_CUDA_CHECK(cudaMemcpy(g->d_data, f->data, n * sizeof(float), cudaMemcpyHostToDevice));
-    VX_CUDA_CHECK(cudaMemcpy(g->d_m, f->adam_m, n * sizeof(float), cudaMemcpyHostToDevice));
-    VX_CUDA_CHECK(cudaMemcpy(g->d_v, f->adam_v, n * sizeof(float), cudaMemcpyHostToDevice));
-    VX_CUDA_CHECK(cudaMemcpy(g->d_grad, f->grad, n * sizeof(float), cudaMemcpyHostToDevice));
-    VX_CUDA_CHECK(cudaMemcpy(g->d_wmax, f->wmax, nv * sizeof(float), cudaMemcpyHostToDevice));
-    VX_CUDA_CHECK(cudaMemcpy(g->d_alive, f->alive, nv, cudaMemcpyHostToDevice));
-    VX_CUDA_CHECK(cudaMalloc((void **)&g->d_origin, nb * 3 * sizeof(float)));
-    VX_CUDA_CHECK(cudaMalloc((void **)&g->d_dir, nb * 3 * sizeof(float)));
-    VX_CUDA_CHECK(cudaMalloc((void **)&g->d_target, nb * 3 * sizeof(float)));
-    VX_CUDA_CHECK(cudaMalloc((void **)&g->d_rgb, nb * 3 * sizeof(float)));
-    VX_CUDA_CHECK(cudaMalloc((void **)&g->d_loss, nb * sizeof(float)));
+    if (vx_cuda_alloc((void **)&g->d_count, sizeof(unsigned long long), "fit counter") ||
+        vx_cuda_alloc((void **)&g->d_sum, 2 * sizeof(double), "fit sums") ||
+        vx_cuda_alloc((void **)&g->d_bounds, 6 * sizeof(int), "fit bounds") || vx__alloc_grid(g) ||
+        vx_cuda_upload(g->d_data, f->data, n * sizeof(float)) ||
+        vx_cuda_upload(g->d_m, f->adam_m, n * sizeof(float)) ||
+        vx_cuda_upload(g->d_v, f->adam_v, n * sizeof(float)) ||
+        vx_cuda_upload(g->d_grad, f->grad, n * sizeof(float)) ||
+        vx_cuda_upload(g->d_wmax, f->wmax, nv * sizeof(float)) || vx_cuda_upload(g->d_alive, f->alive, nv) ||
+        vx_cuda_alloc((void **)&g->d_origin, nb * 3 * sizeof(float), "fit ray origins") ||
+        vx_cuda_alloc((void **)&g->d_dir, nb * 3 * sizeof(float), "fit ray directions") ||
+        vx_cuda_alloc((void **)&g->d_target, nb * 3 * sizeof(float), "fit ray targets") ||
+        vx_cuda_alloc((void **)&g->d_rgb, nb * 3 * sizeof(float), "fit ray colours") ||
+        vx_cuda_alloc((void **)&g->d_loss, nb * sizeof(float), "fit ray losses"))
+        return -1;
     g->h_loss = (float *)vx_malloc(nb * sizeof(float), "fit CUDA loss readback");
     if (!g->h_loss) return -1;
     return vx__compact(g);
 }
 
-extern "C" int vx_fit_cuda_create(vx_fit_cuda **out, const vx_fit_model *f, int max_batch) {
+extern "C" int vx_fit_model_upload_cuda(vx_fit_device **out, const vx_fit_model *f, int max_batch) {
     *out = NULL;
     if (max_batch < 1) return vx_error("fit: CUDA batch of %d rays", max_batch);
-    vx_fit_cuda *g = (vx_fit_cuda *)vx_calloc(1, sizeof *g, "fit CUDA state");
+    vx_fit_device *g = (vx_fit_device *)vx_calloc(1, sizeof *g, "fit CUDA state");
     if (!g) return -1;
     g->m = *f;
     g->m.data = g->m.grad = g->m.adam_m = g->m.adam_v = g->m.wmax = NULL;
     g->m.alive = g->m.occ = NULL;
-    g->m.mp.occ_b = 0; /* occupancy is rebuilt on the device by vx_fit_occupancy_cuda */
+    g->m.mp.occ_b = 0; /* occupancy is rebuilt on the device by vx_fit_occupancy_build_cuda */
     g->max_batch = max_batch;
     g->version = 2;
-    if (vx__create(g, f, max_batch)) { vx_fit_cuda_destroy(g); return -1; }
+    if (vx__create(g, f, max_batch)) { vx_fit_model_free_cuda(g); return -1; }
     *out = g;
     return 0;
 }
 
-extern "C" const vx_fit_model *vx_fit_cuda_model(const vx_fit_cuda *g) { return &g->m; }
-extern "C" size_t vx_fit_cuda_alive(const vx_fit_cuda *g) { return g->n_active; }
-extern "C" void vx_fit_track_weights_cuda(vx_fit_cuda *g, int on) { g->m.track_wmax = on; }
-extern "C" void vx_fit_cuda_profile(vx_fit_cuda *g, int on) { g->profile = on; }
-extern "C" size_t vx_fit_cuda_mem_in_use(void) {
-    size_t free_b = 0, total = 0;
-    if (cudaMemGetInfo(&free_b, &total) != cudaSuccess) return 0;
-    return total - free_b;
-}
-extern "C" void vx_fit_cuda_timings(vx_fit_cuda *g, double ms[4]) {
+extern "C" const vx_fit_model *vx_fit_model_meta_cuda(const vx_fit_device *g) { return &g->m; }
+extern "C" size_t vx_fit_alive_count_cuda(const vx_fit_device *g) { return g->n_active; }
+extern "C" void vx_fit_track_weights_cuda(vx_fit_device *g, int on) { g->m.track_wmax = on; }
+extern "C" void vx_fit_profile_cuda(vx_fit_device *g, int on) { g->profile = on; }
+extern "C" void vx_fit_timings_cuda(vx_fit_device *g, double ms[4]) {
     for (int k = 0; k < 4; k++) { ms[k] = g->prof_ms[k]; g->prof_ms[k] = 0.0; }
 }
 
-extern "C" int vx_fit_cuda_set_version(vx_fit_cuda *g, int version) {
+extern "C" int vx_fit_set_ray_version_cuda(vx_fit_device *g, int version) {
     if (version != 1 && version != 2) return vx_error("fit: ray kernel version %d (1 or 2)", version);
     g->version = version;
     return 0;
 }
 
-static int vx__download(const vx_fit_cuda *g, vx_fit_model *f, int all) {
+static int vx__download(const vx_fit_device *g, vx_fit_model *f, int all) {
     if (f->nc != g->m.nc) return vx_error("fit: host model has %d channels, the device %d", f->nc, g->m.nc);
     memcpy(f->box_lo, g->m.box_lo, sizeof f->box_lo);
     memcpy(f->box_hi, g->m.box_hi, sizeof f->box_hi);
@@ -312,26 +315,26 @@ static int vx__download(const vx_fit_cuda *g, vx_fit_model *f, int all) {
         f->grad = f->adam_m = f->adam_v = f->wmax = NULL;
     }
     if (all && !f->grad) return vx_error("fit: the host model holds parameters only");
-    VX_CUDA_CHECK(cudaMemcpy(f->data, g->d_data, n * sizeof(float), cudaMemcpyDeviceToHost));
-    VX_CUDA_CHECK(cudaMemcpy(f->alive, g->d_alive, nv, cudaMemcpyDeviceToHost));
+    if (vx_cuda_download(f->data, g->d_data, n * sizeof(float)) || vx_cuda_download(f->alive, g->d_alive, nv))
+        return -1;
     f->t = g->m.t;
     if (!all) return 0;
-    VX_CUDA_CHECK(cudaMemcpy(f->grad, g->d_grad, n * sizeof(float), cudaMemcpyDeviceToHost));
-    VX_CUDA_CHECK(cudaMemcpy(f->adam_m, g->d_m, n * sizeof(float), cudaMemcpyDeviceToHost));
-    VX_CUDA_CHECK(cudaMemcpy(f->adam_v, g->d_v, n * sizeof(float), cudaMemcpyDeviceToHost));
-    VX_CUDA_CHECK(cudaMemcpy(f->wmax, g->d_wmax, nv * sizeof(float), cudaMemcpyDeviceToHost));
-    return 0;
+    return vx_cuda_download(f->grad, g->d_grad, n * sizeof(float)) ||
+                   vx_cuda_download(f->adam_m, g->d_m, n * sizeof(float)) ||
+                   vx_cuda_download(f->adam_v, g->d_v, n * sizeof(float)) ||
+                   vx_cuda_download(f->wmax, g->d_wmax, nv * sizeof(float))
+               ? -1
+               : 0;
 }
 
-extern "C" int vx_fit_cuda_download(const vx_fit_cuda *g, vx_fit_model *f) { return vx__download(g, f, 1); }
-extern "C" int vx_fit_cuda_download_params(const vx_fit_cuda *g, vx_fit_model *f) { return vx__download(g, f, 0); }
+extern "C" int vx_fit_model_download_cuda(const vx_fit_device *g, vx_fit_model *f) { return vx__download(g, f, 1); }
+extern "C" int vx_fit_params_download_cuda(const vx_fit_device *g, vx_fit_model *f) { return vx__download(g, f, 0); }
 
-extern "C" int vx_fit_zero_grad_cuda(vx_fit_cuda *g) {
-    VX_CUDA_CHECK(cudaMemset(g->d_grad, 0, vx__nv(&g->m) * g->m.nc * sizeof(float)));
-    return 0;
+extern "C" int vx_fit_zero_grad_cuda(vx_fit_device *g) {
+    return vx_cuda_zero(g->d_grad, vx__nv(&g->m) * g->m.nc * sizeof(float));
 }
 
-extern "C" int vx_fit_update_params_cuda(vx_fit_cuda *g, float stop) {
+extern "C" int vx_fit_update_params_cuda(vx_fit_device *g, float stop) {
     int occ_b = g->m.mp.occ_b, occ_n[3] = {g->m.mp.occ_n[0], g->m.mp.occ_n[1], g->m.mp.occ_n[2]};
     if (vx_fit_update_params(&g->m, stop)) return -1;
     if (g->d_occ) { /* keep the occupancy grid that is still valid for this lattice */
@@ -341,29 +344,30 @@ extern "C" int vx_fit_update_params_cuda(vx_fit_cuda *g, float stop) {
     return 0;
 }
 
-extern "C" int vx_fit_cuda_set_views(vx_fit_cuda *g, const vx_dataset *d) {
+extern "C" int vx_fit_views_upload_cuda(vx_fit_device *g, const vx_dataset *d) {
     if (d->n < 1 || d->width < 1 || d->height < 1) return vx_error("fit: no training views to upload");
     if ((unsigned long long)d->width * d->height >= (1ull << 32)) /* vx_fit_pick_pixel's 32-bit pixel index */
         return vx_error("fit: %dx%d photos are too large to sample", d->width, d->height);
-    cudaFree(g->d_images); cudaFree(g->d_cams);
+    vx_cuda_free(g->d_images); vx_cuda_free(g->d_cams);
     g->d_images = NULL; g->d_cams = NULL; g->views = 0;
     size_t px = (size_t)d->n * d->width * d->height * 3;
-    VX_CUDA_CHECK(cudaMalloc((void **)&g->d_images, px * sizeof(float)));
-    VX_CUDA_CHECK(cudaMalloc((void **)&g->d_cams, (size_t)d->n * sizeof(vx_camera)));
-    VX_CUDA_CHECK(cudaMemcpy(g->d_images, d->rgb, px * sizeof(float), cudaMemcpyHostToDevice));
-    VX_CUDA_CHECK(cudaMemcpy(g->d_cams, d->cams, (size_t)d->n * sizeof(vx_camera), cudaMemcpyHostToDevice));
+    if (vx_cuda_alloc((void **)&g->d_images, px * sizeof(float), "fit training photos") ||
+        vx_cuda_alloc((void **)&g->d_cams, (size_t)d->n * sizeof(vx_camera), "fit training cameras") ||
+        vx_cuda_upload(g->d_images, d->rgb, px * sizeof(float)) ||
+        vx_cuda_upload(g->d_cams, d->cams, (size_t)d->n * sizeof(vx_camera)))
+        return -1;
     g->views = d->n; g->vw = d->width; g->vh = d->height;
     return 0;
 }
 
 /* Launch version 2 for this model's SH degree. */
-static int vx__rays_v2(vx_fit_cuda *g, const vx_fit_ray_src *src, int n, float *d_rgb) {
+static int vx__rays_v2(vx_fit_device *g, const vx_fit_ray_src *src, int n, float *d_rgb) {
     int bs = 128;
     unsigned blocks = vx_ceil_div((size_t)n, bs);
     float scale = 1.0f / (3.0f * (float)n);
     const unsigned char *occ = g->m.mp.occ_b ? g->d_occ : NULL;
     float *wmax = g->m.track_wmax ? g->d_wmax : NULL;
-    VX_CUDA_CHECK(cudaMemset(g->d_sum, 0, sizeof(double)));
+    if (vx_cuda_zero(g->d_sum, sizeof(double))) return -1;
     switch (g->m.sh_degree) {
     case 0: vx_fit_rays_v2_kernel<0><<<blocks, bs>>>(g->m.mp, g->d_data, occ, *src, n, scale, g->d_grad, wmax, d_rgb, g->d_sum); break;
     case 1: vx_fit_rays_v2_kernel<1><<<blocks, bs>>>(g->m.mp, g->d_data, occ, *src, n, scale, g->d_grad, wmax, d_rgb, g->d_sum); break;
@@ -375,59 +379,55 @@ static int vx__rays_v2(vx_fit_cuda *g, const vx_fit_ray_src *src, int n, float *
     return 0;
 }
 
-extern "C" int vx_fit_rays_backward_cuda(vx_fit_cuda *g, const vx_fit_batch *b, float *out_rgb, double *loss) {
+extern "C" int vx_fit_rays_backward_cuda(vx_fit_device *g, const vx_fit_batch *b, float *out_rgb, double *loss) {
     if (b->n > g->max_batch) return vx_error("fit: batch of %d rays exceeds the CUDA buffers (%d)", b->n, g->max_batch);
     double t0 = 0.0;
-    vx__prof_start(g, &t0);
+    if (vx__prof_start(g, &t0)) return -1;
     size_t bytes = (size_t)b->n * 3 * sizeof(float);
-    VX_CUDA_CHECK(cudaMemcpy(g->d_origin, b->origin, bytes, cudaMemcpyHostToDevice));
-    VX_CUDA_CHECK(cudaMemcpy(g->d_dir, b->dir, bytes, cudaMemcpyHostToDevice));
-    VX_CUDA_CHECK(cudaMemcpy(g->d_target, b->target, bytes, cudaMemcpyHostToDevice));
+    if (vx_cuda_upload(g->d_origin, b->origin, bytes) || vx_cuda_upload(g->d_dir, b->dir, bytes) ||
+        vx_cuda_upload(g->d_target, b->target, bytes))
+        return -1;
     if (g->version == 2) {
         vx_fit_ray_src src;
         memset(&src, 0, sizeof src);
         src.origin = g->d_origin; src.dir = g->d_dir; src.target = g->d_target;
-        if (vx__rays_v2(g, &src, b->n, g->d_rgb)) return -1;
-        VX_CUDA_CHECK(cudaMemcpy(loss, g->d_sum, sizeof(double), cudaMemcpyDeviceToHost));
+        if (vx__rays_v2(g, &src, b->n, g->d_rgb) || vx_cuda_download(loss, g->d_sum, sizeof(double))) return -1;
     } else {
         int bs = 128;
         vx_fit_rays_backward_kernel<<<vx_ceil_div((size_t)b->n, bs), bs>>>(
             g->m.mp, g->d_data, g->m.mp.occ_b ? g->d_occ : NULL, g->d_origin, g->d_dir, g->d_target, b->n,
             1.0f / (3.0f * (float)b->n), g->d_grad, g->m.track_wmax ? g->d_wmax : NULL, g->d_rgb, g->d_loss);
         VX_LAUNCH_CHECK("vx_fit_rays_backward_kernel");
-        VX_CUDA_CHECK(cudaMemcpy(g->h_loss, g->d_loss, (size_t)b->n * sizeof(float), cudaMemcpyDeviceToHost));
+        if (vx_cuda_download(g->h_loss, g->d_loss, (size_t)b->n * sizeof(float))) return -1;
         double s = 0.0;
         for (int r = 0; r < b->n; r++) s += g->h_loss[r];
         *loss = s;
     }
-    if (out_rgb) VX_CUDA_CHECK(cudaMemcpy(out_rgb, g->d_rgb, bytes, cudaMemcpyDeviceToHost));
-    vx__prof_stop(g, 0, t0);
-    return 0;
+    if (out_rgb && vx_cuda_download(out_rgb, g->d_rgb, bytes)) return -1;
+    return vx__prof_stop(g, 0, t0);
 }
 
-extern "C" int vx_fit_rays_sampled_cuda(vx_fit_cuda *g, int n, uint64_t seed, double *loss) {
-    if (!g->d_images) return vx_error("fit: no training views on the device (vx_fit_cuda_set_views)");
+extern "C" int vx_fit_rays_sampled_cuda(vx_fit_device *g, int n, uint64_t seed, double *loss) {
+    if (!g->d_images) return vx_error("fit: no training views on the device (vx_fit_views_upload_cuda)");
     if (n < 1 || n > (1 << 26)) return vx_error("fit: batch of %d rays is outside 1..%d", n, 1 << 26);
     double t0 = 0.0;
-    vx__prof_start(g, &t0);
+    if (vx__prof_start(g, &t0)) return -1;
     vx_fit_ray_src src;
     memset(&src, 0, sizeof src);
     src.images = g->d_images; src.cams = g->d_cams;
     src.views = g->views; src.w = g->vw; src.h = g->vh;
     src.seed = seed;
-    if (vx__rays_v2(g, &src, n, NULL)) return -1;
-    VX_CUDA_CHECK(cudaMemcpy(loss, g->d_sum, sizeof(double), cudaMemcpyDeviceToHost));
-    vx__prof_stop(g, 0, t0);
-    return 0;
+    if (vx__rays_v2(g, &src, n, NULL) || vx_cuda_download(loss, g->d_sum, sizeof(double))) return -1;
+    return vx__prof_stop(g, 0, t0);
 }
 
-extern "C" int vx_fit_render_cuda(vx_fit_cuda *g, const vx_camera *c, float *rgb) {
+extern "C" int vx_fit_render_view_cuda(vx_fit_device *g, const vx_camera *c, float *rgb) {
     size_t n = (size_t)c->width * c->height * 3;
     if (n > g->render_cap) {
-        cudaFree(g->d_render);
+        vx_cuda_free(g->d_render);
         g->d_render = NULL;
         g->render_cap = 0;
-        VX_CUDA_CHECK(cudaMalloc((void **)&g->d_render, n * sizeof(float)));
+        if (vx_cuda_alloc((void **)&g->d_render, n * sizeof(float), "fit validation frame")) return -1;
         g->render_cap = n;
     }
     dim3 bs(16, 8), grid(vx_ceil_div((size_t)c->width, 16), vx_ceil_div((size_t)c->height, 8));
@@ -440,34 +440,32 @@ extern "C" int vx_fit_render_cuda(vx_fit_cuda *g, const vx_camera *c, float *rgb
     default: return vx_error("fit: SH degree %d has no CUDA kernel", g->m.sh_degree);
     }
     VX_LAUNCH_CHECK("vx_fit_render_kernel");
-    VX_CUDA_CHECK(cudaMemcpy(rgb, g->d_render, n * sizeof(float), cudaMemcpyDeviceToHost));
-    return 0;
+    return vx_cuda_download(rgb, g->d_render, n * sizeof(float));
 }
 
-extern "C" int vx_fit_tv_backward_cuda(vx_fit_cuda *g, float w_sigma, float w_sh, float fraction, uint64_t seed,
+extern "C" int vx_fit_tv_backward_cuda(vx_fit_device *g, float w_sigma, float w_sh, float fraction, uint64_t seed,
                                        float eps, double *term) {
     if (!g->n_active) { if (term) *term = 0.0; return 0; }
     double t0 = 0.0;
-    vx__prof_start(g, &t0);
+    if (vx__prof_start(g, &t0)) return -1;
     double *d_term = term ? g->d_sum + 1 : NULL;
-    if (d_term) VX_CUDA_CHECK(cudaMemset(d_term, 0, sizeof(double)));
+    if (d_term && vx_cuda_zero(d_term, sizeof(double))) return -1;
     int bs = 256;
     vx_fit_tv_kernel<<<vx_ceil_div(g->n_active, bs), bs>>>(g->d_data, g->d_grad, g->d_active, g->n_active, g->m.nx,
                                                             g->m.ny, g->m.nz, g->m.nc, w_sigma, w_sh, fraction, seed,
                                                             eps, d_term);
     VX_LAUNCH_CHECK("vx_fit_tv_kernel");
-    if (term) VX_CUDA_CHECK(cudaMemcpy(term, d_term, sizeof(double), cudaMemcpyDeviceToHost));
-    vx__prof_stop(g, 1, t0);
-    return 0;
+    if (term && vx_cuda_download(term, d_term, sizeof(double))) return -1;
+    return vx__prof_stop(g, 1, t0);
 }
 
-extern "C" int vx_fit_adam_step_cuda(vx_fit_cuda *g, const vx_fit_hparams *h, float lr_sigma, float lr_sh) {
+extern "C" int vx_fit_adam_step_cuda(vx_fit_device *g, const vx_fit_hparams *h, float lr_sigma, float lr_sh) {
     g->m.t++;
     float bc1 = (float)(1.0 - pow(h->beta1, (double)g->m.t)), bc2 = (float)(1.0 - pow(h->beta2, (double)g->m.t));
     if (!g->n_active) return 0;
     int gw = g->m.nc % 4 == 0 ? 4 : 1, ng = g->m.nc / gw;
     double t0 = 0.0;
-    vx__prof_start(g, &t0);
+    if (vx__prof_start(g, &t0)) return -1;
     /* launches of at most 2^31 work items keep the kernel's index 32-bit */
     size_t chunk = ((size_t)1 << 31) / (size_t)ng;
     for (size_t k0 = 0; k0 < g->n_active; k0 += chunk) {
@@ -478,27 +476,26 @@ extern "C" int vx_fit_adam_step_cuda(vx_fit_cuda *g, const vx_fit_hparams *h, fl
                                                        h->eps, bc1, bc2, h->lazy);
         VX_LAUNCH_CHECK("vx_fit_adam_kernel");
     }
-    vx__prof_stop(g, 2, t0);
-    return 0;
+    return vx__prof_stop(g, 2, t0);
 }
 
-extern "C" int vx_fit_occupancy_cuda(vx_fit_cuda *g, int cell) {
+extern "C" int vx_fit_occupancy_build_cuda(vx_fit_device *g, int cell) {
     vx_march_params *mp = &g->m.mp;
     int n[3] = {g->m.nx, g->m.ny, g->m.nz};
     if (cell < 1) return vx_error("fit: occupancy cell %d must be >= 1", cell);
     double t0 = 0.0;
-    vx__prof_start(g, &t0);
+    if (vx__prof_start(g, &t0)) return -1;
     for (int a = 0; a < 3; a++) mp->occ_n[a] = n[a] > 1 ? (n[a] - 1) / cell + 1 : 1;
     size_t count = (size_t)mp->occ_n[0] * mp->occ_n[1] * mp->occ_n[2];
     if (count != g->occ_count) {
-        cudaFree(g->d_occ);
+        vx_cuda_free(g->d_occ);
         g->d_occ = NULL;
         g->occ_count = 0;
-        VX_CUDA_CHECK(cudaMalloc((void **)&g->d_occ, count));
+        if (vx_cuda_alloc((void **)&g->d_occ, count, "fit occupancy grid")) return -1;
         g->occ_count = count;
     }
     mp->occ_b = cell;
-    VX_CUDA_CHECK(cudaMemset(g->d_occ, 0, count));
+    if (vx_cuda_zero(g->d_occ, count)) return -1;
     if (g->n_active) {
         int bs = 256;
         vx_fit_occ_kernel<<<vx_ceil_div(g->n_active, bs), bs>>>(g->d_data, g->d_active, g->n_active, g->m.nx, g->m.ny,
@@ -506,49 +503,47 @@ extern "C" int vx_fit_occupancy_cuda(vx_fit_cuda *g, int cell) {
                                                                  mp->occ_n[2], g->d_occ);
         VX_LAUNCH_CHECK("vx_fit_occ_kernel");
     }
-    vx__prof_stop(g, 3, t0);
-    return 0;
+    return vx__prof_stop(g, 3, t0);
 }
 
-extern "C" int vx_fit_cuda_occupancy(const vx_fit_cuda *g, unsigned char *occ, size_t count) {
+extern "C" int vx_fit_occupancy_download_cuda(const vx_fit_device *g, unsigned char *occ, size_t count) {
     if (!g->d_occ || count != g->occ_count)
         return vx_error("fit: the device occupancy grid has %zu cells, not %zu", g->occ_count, count);
-    VX_CUDA_CHECK(cudaMemcpy(occ, g->d_occ, count, cudaMemcpyDeviceToHost));
-    return 0;
+    return vx_cuda_download(occ, g->d_occ, count);
 }
 
-extern "C" int vx_fit_prune_cuda(vx_fit_cuda *g, float thresh, size_t *pruned) {
+extern "C" int vx_fit_prune_cuda(vx_fit_device *g, float thresh, size_t *pruned) {
     size_t nv = vx__nv(&g->m);
     unsigned long long count = 0;
     if (thresh > 0.0f && g->n_active) {
-        VX_CUDA_CHECK(cudaMemset(g->d_count, 0, sizeof count));
+        if (vx_cuda_zero(g->d_count, sizeof count)) return -1;
         int bs = 256;
         vx_fit_prune_kernel<<<vx_ceil_div(g->n_active, bs), bs>>>(g->d_data, g->d_m, g->d_v, g->d_alive, g->d_wmax,
                                                                    g->d_active, g->n_active, g->m.nc, thresh,
                                                                    g->d_count);
         VX_LAUNCH_CHECK("vx_fit_prune_kernel");
-        VX_CUDA_CHECK(cudaMemcpy(&count, g->d_count, sizeof count, cudaMemcpyDeviceToHost));
+        if (vx_cuda_download(&count, g->d_count, sizeof count)) return -1;
         if (count && vx__compact(g)) return -1;
     }
-    VX_CUDA_CHECK(cudaMemset(g->d_wmax, 0, nv * sizeof(float)));
+    if (vx_cuda_zero(g->d_wmax, nv * sizeof(float))) return -1;
     *pruned = (size_t)count;
     return 0;
 }
 
-extern "C" int vx_fit_alive_bounds_cuda(vx_fit_cuda *g, int lo[3], int hi[3], size_t *alive) {
+extern "C" int vx_fit_alive_bounds_cuda(vx_fit_device *g, int lo[3], int hi[3], size_t *alive) {
     *alive = g->n_active;
     if (!g->n_active) return 0;
     int init[6] = {2147483647, 2147483647, 2147483647, -1, -1, -1}, b[6];
-    VX_CUDA_CHECK(cudaMemcpy(g->d_bounds, init, sizeof init, cudaMemcpyHostToDevice));
+    if (vx_cuda_upload(g->d_bounds, init, sizeof init)) return -1;
     int bs = 256;
     vx_fit_bounds_kernel<<<vx_ceil_div(g->n_active, bs), bs>>>(g->d_active, g->n_active, g->m.nx, g->m.ny, g->d_bounds);
     VX_LAUNCH_CHECK("vx_fit_bounds_kernel");
-    VX_CUDA_CHECK(cudaMemcpy(b, g->d_bounds, sizeof b, cudaMemcpyDeviceToHost));
+    if (vx_cuda_download(b, g->d_bounds, sizeof b)) return -1;
     for (int a = 0; a < 3; a++) { lo[a] = b[a]; hi[a] = b[3 + a]; }
     return 0;
 }
 
-extern "C" int vx_fit_resample_cuda(vx_fit_cuda *g, const double lo[3], const double hi[3], const int res[3]) {
+extern "C" int vx_fit_resample_cuda(vx_fit_device *g, const double lo[3], const double hi[3], const int res[3]) {
     size_t nv;
     for (int a = 0; a < 3; a++)
         if (!(hi[a] > lo[a])) return vx_error("fit: resample box is empty on axis %d", a);
@@ -558,7 +553,7 @@ extern "C" int vx_fit_resample_cuda(vx_fit_cuda *g, const double lo[3], const do
         return vx_error("fit: cannot resample to %dx%dx%d", res[0], res[1], res[2]);
     float a[3], b[3];
     vx_fit_resample_map(&g->m, lo, hi, res, a, b);
-    vx_fit_cuda old = *g;
+    vx_fit_device old = *g;
     g->m.nx = res[0]; g->m.ny = res[1]; g->m.nz = res[2];
     memcpy(g->m.box_lo, lo, sizeof g->m.box_lo);
     memcpy(g->m.box_hi, hi, sizeof g->m.box_hi);
@@ -575,15 +570,15 @@ extern "C" int vx_fit_resample_cuda(vx_fit_cuda *g, const double lo[3], const do
     vx_fit_resample_kernel<<<vx_ceil_div(vx__nv(&g->m), bs), bs>>>(old.d_data, old.d_alive, old.m.nx, old.m.ny,
                                                                    old.m.nz, g->d_data, g->d_alive, g->m.nx, g->m.ny,
                                                                    g->m.nz, g->m.nc, a[0], a[1], a[2], b[0], b[1], b[2]);
-    cudaError_t e = cudaGetLastError();
-    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    /* the old grid is read until the kernel ends: wait (checked) before freeing it */
+    int rc = VX_LAUNCH_STATUS("vx_fit_resample_kernel") || vx_cuda_sync() ? -1 : 0;
     vx__free_grid(&old);
-    if (e != cudaSuccess) return vx_error("%s:%d: vx_fit_resample_kernel: %s", __FILE__, __LINE__, cudaGetErrorString(e));
+    if (rc) return -1;
     g->m.mp.occ_b = 0;
     if (vx__compact(g)) return -1;
     return vx_fit_update_params(&g->m, g->m.mp.stop);
 }
 
-extern "C" int vx_fit_upsample_cuda(vx_fit_cuda *g, const int res[3]) {
+extern "C" int vx_fit_upsample_cuda(vx_fit_device *g, const int res[3]) {
     return vx_fit_resample_cuda(g, g->m.box_lo, g->m.box_hi, res);
 }

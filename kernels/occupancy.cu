@@ -5,7 +5,7 @@
 #include <cuda_fp16.h>
 
 #include "common.cuh"
-#include "vx_cuda.h"
+#include "cuda_render.h"
 
 __device__ __forceinline__ float vx_chan0(const float *g, size_t i) { return __ldg(g + i); }
 __device__ __forceinline__ float vx_chan0(const __half *g, size_t i) { return __half2float(g[i]); }

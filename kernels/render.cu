@@ -12,8 +12,9 @@
 #include <string.h>
 
 #include "common.cuh"
+#include "cuda_device.h"
+#include "cuda_render.h"
 #include "load.cuh"
-#include "vx_cuda.h"
 
 struct vx_cuda_volume {
     vx_march_params mp;

@@ -24,7 +24,7 @@
 
 #include "common.cuh"
 #include "march.h"
-#include "vx_cuda.h"
+#include "cuda_trilinear.h"
 
 // ----------------------------------------------------------------------------------------
 // device helpers

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 
 #include "common.cuh"
-#include "vx_cuda.h"
+#include "cuda_device.h"
+#include "cuda_view.h"
 
 /* cuda_gl_interop.h needs the GL headers; a build machine without them (the device's
  * NO_VIEWER build) still compiles this file, with the one declaration it uses. */
@@ -47,8 +48,7 @@ extern "C" int vx_cuda_render_rgba8(vx_cuda_volume *cv, const vx_camera *c, unsi
     if (vx_cuda_render_device(cv, c, 0, NULL, samples, rays_hit)) return -1;
     if (vx_cuda_volume_frame(cv, &d_rgb, &d_alpha)) return -1;
     if (vx_cuda_quantize_rgba8(d_rgb, c->width, c->height, d_rgba8)) return -1;
-    VX_CUDA_CHECK(cudaDeviceSynchronize());
-    return 0;
+    return vx_cuda_sync();
 }
 
 // ----------------------------------------------------------------------------------------

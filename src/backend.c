@@ -2,12 +2,14 @@
  * back to the CPU, and forwards frames to render_cpu.c or kernels/ (vx_cuda.h). */
 #include "backend.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "vx_common.h"
 #ifdef VX_HAVE_CUDA
-#include "vx_cuda.h"
+#include "cuda_device.h"
+#include "cuda_render.h"
 #endif
 
 struct vx_renderer {
@@ -28,18 +30,24 @@ int vx_backend_parse(const char *s, vx_backend_kind *k) {
     return 0;
 }
 
-/* Resolve auto/cuda to what this build and machine can do. */
-static int vx__resolve(vx_backend_kind want, vx_backend_kind *got) {
+int vx_backend_resolve(vx_backend_kind want, const char *fallback, vx_backend_kind *got, char *device,
+                       size_t cap) {
+    if (device && cap) device[0] = '\0';
     if (want == VX_BACKEND_CPU) { *got = VX_BACKEND_CPU; return 0; }
 #ifdef VX_HAVE_CUDA
     char info[256];
-    if (vx_cuda_probe(info, sizeof info)) { *got = VX_BACKEND_CUDA; return 0; }
+    if (vx_cuda_probe(info, sizeof info)) {
+        if (device && cap) snprintf(device, cap, "%s", info);
+        *got = VX_BACKEND_CUDA;
+        return 0;
+    }
     if (want == VX_BACKEND_CUDA) return vx_error("--backend cuda: no usable CUDA device (%s)", info);
-    vx_warn("using the CPU backend: no usable CUDA device (%s)", info);
+    vx_warn("%s: no usable CUDA device (%s)", fallback, info);
 #else
     if (want == VX_BACKEND_CUDA)
-        return vx_error("--backend cuda: this voxray was built without CUDA (nvcc was not found)");
-    vx_warn("using the CPU backend: this voxray was built without CUDA");
+        return vx_error("--backend cuda: this voxray was built without CUDA (nvcc was not found); "
+                        "use --backend cpu");
+    vx_warn("%s: this voxray was built without CUDA", fallback);
 #endif
     *got = VX_BACKEND_CPU;
     return 0;
@@ -52,7 +60,7 @@ int vx_renderer_create(vx_renderer **out, const vx_scene *s, const vx_render_opt
     if (!r) return -1;
     r->scene = s;
     r->opts = *o;
-    if (vx__resolve(kind, &r->kind) || vx_volume_prepare(&r->vol, s, o)) { free(r); return -1; }
+    if (vx_backend_resolve(kind, "using the CPU backend", &r->kind, NULL, 0) || vx_volume_prepare(&r->vol, s, o)) { free(r); return -1; }
 #ifdef VX_HAVE_CUDA
     if (r->kind == VX_BACKEND_CUDA && vx_cuda_volume_create(&r->cuda, &r->vol, &s->grid, o->half)) {
         vx_volume_free(&r->vol);

@@ -4,6 +4,8 @@
 #ifndef VX_BACKEND_H
 #define VX_BACKEND_H
 
+#include <stddef.h>
+
 #include "render.h"
 
 #ifdef __cplusplus
@@ -16,6 +18,15 @@ typedef struct vx_renderer vx_renderer;
 
 /* Parse "auto" | "cpu" | "cuda". */
 int vx_backend_parse(const char *s, vx_backend_kind *k);
+
+/* The one place that decides where work runs (renderers, fit, bench): resolve auto/cuda
+ * to what this build and machine can do, VX_BACKEND_CPU or VX_BACKEND_CUDA in *got.
+ * When auto falls back to the CPU, one stderr line "voxray: FALLBACK: reason" says why
+ * (FALLBACK e.g. "using the CPU backend"); --backend cuda that cannot be honoured is an
+ * error (vx_error, -1), never a silent fallback. device (may be NULL) receives the CUDA
+ * device's description. */
+int vx_backend_resolve(vx_backend_kind want, const char *fallback, vx_backend_kind *got, char *device,
+                       size_t cap);
 
 /* Prepare the scene for rendering on the chosen backend (uploads the grid for CUDA). */
 int vx_renderer_create(vx_renderer **r, const vx_scene *s, const vx_render_opts *o,

@@ -14,7 +14,8 @@
 #include "scene.h"
 #include "vx_common.h"
 #ifdef VX_HAVE_CUDA
-#include "vx_cuda.h"
+#include "cuda_device.h"
+#include "cuda_fit.h"
 #endif
 
 static void vx__bench_fit_usage(FILE *o) {
@@ -50,9 +51,9 @@ static int vx__model_from_scene(const vx_scene *s, vx_fit_model *f) {
 }
 
 /* Median of k timed calls of one step kind; returns -1 on the first failure. */
-typedef int (*vx__step_fn)(vx_fit_cuda *g, void *ctx, int k);
+typedef int (*vx__step_fn)(vx_fit_device *g, void *ctx, int k);
 
-static int vx__time(vx_fit_cuda *g, vx__step_fn fn, void *ctx, int k, double *ms) {
+static int vx__time(vx_fit_device *g, vx__step_fn fn, void *ctx, int k, double *ms) {
     double *t = vx_calloc((size_t)k, sizeof *t, "bench times");
     if (!t) return -1;
     for (int i = -2; i < k; i++) { /* two warm-up calls */
@@ -61,7 +62,7 @@ static int vx__time(vx_fit_cuda *g, vx__step_fn fn, void *ctx, int k, double *ms
         if (fn(g, ctx, i + 2) || vx_cuda_sync()) { free(t); return -1; }
         if (i >= 0) t[i] = 1e3 * (vx_now() - t0);
     }
-    *ms = vx_bench_median(t, k);
+    *ms = vx_median(t, k);
     free(t);
     return 0;
 }
@@ -73,24 +74,24 @@ typedef struct {
     vx_fit_hparams hp;
 } vx__bench_ctx;
 
-static int vx__rays_v1(vx_fit_cuda *g, void *ctx, int k) {
+static int vx__rays_v1(vx_fit_device *g, void *ctx, int k) {
     vx__bench_ctx *c = ctx;
     double loss;
     vx_fit_sample_batch(c->d, 1000 + (uint64_t)k, c->b); /* host sampling + upload: version 1's path */
-    return vx_fit_cuda_set_version(g, 1) || vx_fit_rays_backward_cuda(g, c->b, NULL, &loss);
+    return vx_fit_set_ray_version_cuda(g, 1) || vx_fit_rays_backward_cuda(g, c->b, NULL, &loss);
 }
-static int vx__rays_v2(vx_fit_cuda *g, void *ctx, int k) {
+static int vx__rays_v2(vx_fit_device *g, void *ctx, int k) {
     vx__bench_ctx *c = ctx;
     double loss;
     return vx_fit_rays_sampled_cuda(g, c->batch, 1000 + (uint64_t)k, &loss);
 }
-static int vx__tv(vx_fit_cuda *g, void *ctx, int k) {
+static int vx__tv(vx_fit_device *g, void *ctx, int k) {
     vx__bench_ctx *c = ctx;
     return vx_fit_tv_backward_cuda(g, c->hp.tv_sigma, c->hp.tv_sh, c->hp.tv_fraction, (uint64_t)k, c->hp.tv_eps, NULL);
 }
 /* Adam with zero rates (the model stays as loaded); dense, so every alive parameter is
  * read and written whatever the gradient holds: a bandwidth figure. */
-static int vx__adam(vx_fit_cuda *g, void *ctx, int k) {
+static int vx__adam(vx_fit_device *g, void *ctx, int k) {
     vx__bench_ctx *c = ctx;
     vx_fit_hparams h = c->hp;
     (void)k;
@@ -98,15 +99,15 @@ static int vx__adam(vx_fit_cuda *g, void *ctx, int k) {
     return vx_fit_adam_step_cuda(g, &h, 0.0f, 0.0f);
 }
 /* One whole training step as `voxray fit` runs it (zero rates: the model does not move). */
-static int vx__full(vx_fit_cuda *g, void *ctx, int k) {
+static int vx__full(vx_fit_device *g, void *ctx, int k) {
     vx__bench_ctx *c = ctx;
     double loss;
-    return vx_fit_occupancy_cuda(g, 8) || vx_fit_rays_sampled_cuda(g, c->batch, 5000 + (uint64_t)k, &loss) ||
+    return vx_fit_occupancy_build_cuda(g, 8) || vx_fit_rays_sampled_cuda(g, c->batch, 5000 + (uint64_t)k, &loss) ||
            vx__tv(g, ctx, k) || vx_fit_adam_step_cuda(g, &c->hp, 0.0f, 0.0f);
 }
-static int vx__occ(vx_fit_cuda *g, void *ctx, int k) {
+static int vx__occ(vx_fit_device *g, void *ctx, int k) {
     (void)ctx; (void)k;
-    return vx_fit_occupancy_cuda(g, 8);
+    return vx_fit_occupancy_build_cuda(g, 8);
 }
 #endif
 
@@ -143,7 +144,7 @@ int vx_bench_fit(int argc, char **argv) {
     vx_dataset all, train, held;
     vx_fit_model f;
     vx_fit_batch b;
-    vx_fit_cuda *g = NULL;
+    vx_fit_device *g = NULL;
     memset(&all, 0, sizeof all); memset(&train, 0, sizeof train); memset(&held, 0, sizeof held);
     memset(&f, 0, sizeof f); memset(&b, 0, sizeof b);
     int rc = 1;
@@ -151,13 +152,13 @@ int vx_bench_fit(int argc, char **argv) {
     double copy_gbs = 0.0;
     if (vx__model_from_scene(&s, &f) || vx_dataset_load(dataset, "train", downscale, &all) ||
         vx_dataset_holdout(&all, 8, &train, &held) || vx_fit_batch_alloc(&b, batch) ||
-        vx_fit_cuda_create(&g, &f, batch) || vx_fit_cuda_set_views(g, &train) || vx_fit_update_params_cuda(g, 1e-4f) ||
-        vx_fit_occupancy_cuda(g, 8) || vx_bench_copy_bandwidth(&copy_gbs))
+        vx_fit_model_upload_cuda(&g, &f, batch) || vx_fit_views_upload_cuda(g, &train) || vx_fit_update_params_cuda(g, 1e-4f) ||
+        vx_fit_occupancy_build_cuda(g, 8) || vx_bench_copy_bandwidth(&copy_gbs))
         goto done;
     vx__bench_ctx ctx;
     ctx.d = &train; ctx.b = &b; ctx.batch = batch;
     vx_fit_hparams_default(&ctx.hp);
-    size_t alive = vx_fit_cuda_alive(g), nv = (size_t)f.nx * f.ny * f.nz;
+    size_t alive = vx_fit_alive_count_cuda(g), nv = (size_t)f.nx * f.ny * f.nz;
     printf("bench fit: %s, %dx%dx%d x %d channels, %zu of %zu voxels alive; %d views %dx%d; %s\n", scene, f.nx, f.ny,
            f.nz, f.nc, alive, nv, train.n, train.width, train.height, info);
     printf("copy bandwidth (device to device, read + write): %.0f GB/s\n", copy_gbs);
@@ -182,7 +183,7 @@ int vx_bench_fit(int argc, char **argv) {
     rc = 0;
 done:
     if (rc) fprintf(stderr, "voxray bench fit: %s\n", vx_errmsg());
-    vx_fit_cuda_destroy(g);
+    vx_fit_model_free_cuda(g);
     vx_fit_batch_free(&b);
     vx_fit_model_free(&f);
     vx_dataset_free(&all); vx_dataset_free(&train); vx_dataset_free(&held);

@@ -11,7 +11,8 @@
 #include "bench.h"
 #include "vx_common.h"
 #ifdef VX_HAVE_CUDA
-#include "vx_cuda.h"
+#include "cuda_device.h"
+#include "cuda_trilinear.h"
 #endif
 
 #ifndef VX_HAVE_CUDA

@@ -4,6 +4,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,4 +204,9 @@ int vx_cli_camera(const vx_cli_common *c, const vx_scene *s, int width, int heig
     if (c->has_eye) memcpy(eye, c->eye, sizeof eye);
     if (c->has_target) memcpy(target, c->target, sizeof target);
     return vx_camera_look_at(cam, eye, target, up, fov, width, height);
+}
+
+int vx_cli_usage_error(const char *cmd, const char *msg) {
+    fprintf(stderr, "voxray %s: %s (see voxray %s --help)\n", cmd, msg, cmd);
+    return 2;
 }

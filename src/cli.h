@@ -42,6 +42,9 @@ int vx_cli_load_scene(const vx_cli_common *c, vx_scene *s);
  * default camera framing the grid). */
 int vx_cli_camera(const vx_cli_common *c, const vx_scene *s, int width, int height, vx_camera *cam);
 
+/* "voxray CMD: MSG (see voxray CMD --help)" on stderr; returns 2, the usage-error exit code. */
+int vx_cli_usage_error(const char *cmd, const char *msg);
+
 /* Parse "x,y,z" / "WxH" helpers, with the flag name in errors. */
 int vx_parse_vec3(const char *flag, const char *s, double v[3]);
 int vx_parse_size(const char *flag, const char *s, int *w, int *h);

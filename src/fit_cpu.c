@@ -219,7 +219,7 @@ void vx_fit_adam_step_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr_sig
     }
 }
 
-int vx_fit_occupancy_cpu(vx_fit_model *f, int cell) {
+int vx_fit_occupancy_build_cpu(vx_fit_model *f, int cell) {
     vx_scene s;
     vx_fit_as_scene(f, &s);
     free(f->occ);

@@ -22,16 +22,6 @@ static void vx__help(void) {
            VX_VERSION);
 }
 
-#ifndef VX_HAVE_VIEWER
-int vx_cmd_view(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "voxray view: this voxray was built without the viewer (GLFW was not found at build "
-                    "time; install libglfw3-dev and rebuild)\n");
-    return 1;
-}
-#endif
-
 int main(int argc, char **argv) {
     static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
         {"render", vx_cmd_render}, {"view", vx_cmd_view}, {"info", vx_cmd_info},

@@ -184,3 +184,13 @@ int vx_mkdirs_for(const char *file_path) {
     }
     return 0;
 }
+
+static int vx__cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double vx_median(double *t, int n) {
+    qsort(t, (size_t)n, sizeof *t, vx__cmp_double);
+    return t[n / 2];
+}

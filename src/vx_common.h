@@ -56,6 +56,9 @@ double vx_rand01(uint64_t *state);
 /* Monotonic wall clock in seconds (for timings and frame pacing). */
 double vx_now(void);
 
+/* Median of n values (sorts t in place): the benchmarks' statistic. */
+double vx_median(double *t, int n);
+
 /* IEEE half <-> float, exact for all halves, round-to-nearest-even to half. */
 float vx_half_to_float(uint16_t h);
 uint16_t vx_float_to_half(float f);

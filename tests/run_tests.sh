@@ -1,10 +1,12 @@
 #!/bin/sh
 # run_tests.sh - runs every cmocka test binary given on the command line, then the
 # shell suites (CLI end to end, viewer under Xvfb, parser fuzzing when asked), and
-# prints one closing line "N passed, N failed". Called by `make test`.
+# prints one closing line "N passed, N failed" (", N skipped" when tests were skipped,
+# e.g. without ../shared/data). Called by `make test`.
 # Environment: VOXRAY (binary), BUILD (build dir), FUZZ=1 to run the fuzz targets.
 passed=0
 failed=0
+skipped=0
 failed_names=""
 log=$(mktemp)
 for t in "$@"; do
@@ -14,6 +16,8 @@ for t in "$@"; do
     cat "$log"
     p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
     f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+    k=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+    skipped=$((skipped + ${k:-0}))
     passed=$((passed + ${p:-0}))
     failed=$((failed + ${f:-0}))
     if [ $rc -ne 0 ] && [ "${f:-0}" = 0 ]; then failed=$((failed + 1)); fi
@@ -28,6 +32,7 @@ for s in tests/test_*.sh; do
     line=$(grep -E '^[a-z_-]+: [0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
     p=$(echo "$line" | sed -n 's/.*: \([0-9]*\) passed.*/\1/p')
     f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+    skipped=$((skipped + $(grep -c '^skipped: ' "$log")))
     passed=$((passed + ${p:-0}))
     failed=$((failed + ${f:-0}))
     if [ $rc -ne 0 ] && [ "${f:-0}" = 0 ]; then failed=$((failed + 1)); fi
@@ -35,5 +40,9 @@ for s in tests/test_*.sh; do
 done
 rm -f "$log"
 [ -n "$failed_names" ] && echo "failing:$failed_names"
-echo "$passed passed, $failed failed"
+if [ "$skipped" -gt 0 ]; then
+    echo "$passed passed, $failed failed, $skipped skipped (see the 'skipped:' lines above)"
+else
+    echo "$passed passed, $failed failed"
+fi
 [ "$failed" -eq 0 ] && [ -z "$failed_names" ]

@@ -44,7 +44,7 @@ expect 0 "" -- $VOXRAY render "$T/phantom" -o "$T/p.png" --size 16x16 --azimuth 
 expect 0 "" -- $VOXRAY render "$T/orbs/grid.npy" -o "$T/npy.png" --size 16x16 --backend cpu -q
 $VOXRAY info "$T/orbs" >"$T/info" 2>&1 && grep -q "24 x 24 x 24" "$T/info" && grep -q "empty:" "$T/info" && ok || bad "info"
 $VOXRAY --version | grep -q "^voxray " && ok || bad "--version"
-for c in render info make-scene convert bench view; do
+for c in render info make-scene convert bench view fit eval; do
     $VOXRAY $c --help >/dev/null 2>&1 && ok || bad "$c --help"
 done
 
@@ -80,6 +80,9 @@ expect 1 "short.npy" -- $VOXRAY info "$T/short.npy"
 printf '{"camera_angle_x": 0.69, "frames": []}' >"$T/empty.json"
 expect 1 "frames" -- $VOXRAY render "$T/orbs" -o "$T/y%d.png" --path "$T/empty.json"
 expect 1 "--backend cuda" -- $VOXRAY render "$T/orbs" -o "$T/y.png" --backend cuda
+# a missing dataset is named before any word on the backend (one line, whatever the build)
+expect 1 "nodata/transforms_train.json" -- $VOXRAY fit "$T/nodata" -o "$T/yfit"
+expect 1 "nodata/transforms_test.json" -- $VOXRAY eval "$T/orbs" "$T/nodata"
 expect 1 "coincide" -- $VOXRAY render "$T/orbs" -o "$T/y.png" --eye 0,0,0 --target 0,0,0
 expect 1 "cannot" -- $VOXRAY render "$T/orbs" -o "$T/a.png/sub/y.png" --size 8x8 --backend cpu
 ls "$T" | grep -q '^y' && bad "a failed run left output: $(ls "$T" | grep '^y')" || ok

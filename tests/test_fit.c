@@ -12,7 +12,9 @@
 #include "commands.h"
 #include "dataset.h"
 #include "fit.h"
+#include "fit_backend.h"
 #include "fit_march.h"
+#include "fit_train.h"
 #include "make_scene.h"
 #include "metrics.h"
 #include "render.h"
@@ -285,7 +287,7 @@ static void test_march_backward_grad(void **state) {
         vx_fit_march_backward(&f.mp, f.data, NULL, o, d, &fwd, gf, f.grad, NULL, NULL);
         float *plain = malloc(n * sizeof(float));
         memcpy(plain, f.grad, n * sizeof(float));
-        assert_int_equal(vx_fit_occupancy_cpu(&f, 1), 0);
+        assert_int_equal(vx_fit_occupancy_build_cpu(&f, 1), 0);
         vx_fit_zero_grad_cpu(&f);
         vx_ray_result fo = vx_march(&f.mp, f.data, f.occ, o, d);
         vx_fit_march_backward(&f.mp, f.data, f.occ, o, d, &fo, gf, f.grad, NULL, NULL);
@@ -868,7 +870,7 @@ static void test_occ_cells(void **state) {
         double p = vx_test_uniform(0, 0.02);
         for (size_t i = 0; i < nv; i++) /* sparse positive densities, the rest negative or zero */
             f.data[i * f.nc] = vx_test_rand() < p ? (float)vx_test_uniform(0.01, 2) : (vx_test_rand() < 0.5 ? 0.0f : -1.0f);
-        assert_int_equal(vx_fit_occupancy_cpu(&f, b), 0);
+        assert_int_equal(vx_fit_occupancy_build_cpu(&f, b), 0);
         int *on = f.occ_n;
         size_t ncell = (size_t)on[0] * on[1] * on[2];
         unsigned char *mine = calloc(ncell, 1);
@@ -982,7 +984,7 @@ static void test_write_scene_roundtrip(void **state) {
     assert_int_equal(vx_frame_alloc(&a, 24, 20, 0), 0);
     assert_int_equal(vx_render_cpu(&v, &cam, &o, &a), 0);
     vx_dataset d = {.n = 1, .width = 24, .height = 20, .cams = &cam};
-    assert_int_equal(vx_fit_render_view(&f, &d, 0, &b), 0);
+    assert_int_equal(vx_fit_render_view_cpu(&f, &d, 0, &b), 0);
     for (int i = 0; i < 24 * 20 * 3; i++) assert_true(a.rgb[i] == b.rgb[i]);
     vx_frame_free(&a); vx_frame_free(&b);
     vx_volume_free(&v);
@@ -1289,7 +1291,7 @@ static void test_end_to_end(void **state) {
         for (int i = 0; i < 32 * 32 * 3; i++) w[i] = 1.0f;
         white_psnr += vx_psnr(w, vx_dataset_image(&held, v), 32 * 32 * 3) / held.n;
         vx_frame fr;
-        assert_int_equal(vx_fit_render_view(&f, &held, v, &fr), 0);
+        assert_int_equal(vx_fit_render_view_cpu(&f, &held, v, &fr), 0);
         base += vx_psnr(fr.rgb, vx_dataset_image(&held, v), 32 * 32 * 3) / held.n;
         vx_frame_free(&fr);
     }

@@ -18,6 +18,7 @@
 static void load_real(const char *name, const vx_load_opts *o, vx_grid *g) {
     char path[512];
     snprintf(path, sizeof path, "../shared/data/volumes/%s", name);
+    vx_test_need_file(path);
     vx_decoder d;
     int has = 7;
     int rc = vx_format_load(path, o, g, &d, &has);

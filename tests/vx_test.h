@@ -40,6 +40,15 @@ static inline const char *vx_test_tmpdir(void) {
     return dir;
 }
 
+/* Tests of real files read them from ../shared/data (the shared, read-only test data).
+ * When a file is absent the running test stops with a visible "skipped: ..." line and
+ * counts as skipped, not failed. */
+static inline void vx_test_need_file(const char *path) {
+    if (access(path, R_OK) == 0) return;
+    print_message("skipped: %s not found (the shared test data ../shared/data is absent)\n", path);
+    skip();
+}
+
 static inline void vx_test_write(const char *path, const void *data, size_t len) {
     FILE *f = fopen(path, "wb");
     assert_non_null(f);

@@ -13,7 +13,8 @@
 #include "commands.h"
 #include "vx_common.h"
 #ifdef VX_HAVE_CUDA
-#include "vx_cuda.h"
+#include "cuda_device.h"
+#include "cuda_render.h"
 #endif
 
 #define VX_BENCH_MAX_SIZES 8
@@ -26,16 +27,6 @@ static void vx__bench_help(void) {
            "(--size may repeat; default 800x800), samples per second and per ray that met\n"
            "the volume; the CUDA time is the kernel alone (events), 'e2e' adds the copy back.\n\n%s",
            vx_cli_common_help());
-}
-
-static int vx__cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-double vx_bench_median(double *t, int n) {
-    qsort(t, (size_t)n, sizeof *t, vx__cmp_double);
-    return t[n / 2];
 }
 
 /* One scene at one size: prints a table row. */
@@ -86,7 +77,7 @@ static int vx__bench_one(const vx_cli_common *cc, const vx_scene *s, int w, int 
         vx_renderer_destroy(r);
         if (!ok) goto done;
     }
-    double med = vx_bench_median(t, frames);
+    double med = vx_median(t, frames);
     printf("  %-10s %4dx%-4d %4dx%-4d %-5s %9.3f %9.0f %9.3f %10.2f %8.1f %6.0f%%\n", s->name, s->grid.nx,
            s->grid.nz, w, h, cc->ropts.half ? "f16" : "f32", med, 1e3 / med, e2e, samples / (med * 1e-3) / 1e9,
            hit ? (double)samples / hit : 0.0, 100 * empty);
@@ -124,17 +115,10 @@ static int vx__bench_render(int argc, char **argv) {
     }
     if (!nscenes) { fprintf(stderr, "voxray: bench render: no scene given (see --help)\n"); return 2; }
     if (!nsizes) { sizes[0][0] = cc.width > 0 ? cc.width : 800; sizes[0][1] = cc.height > 0 ? cc.height : 800; nsizes = 1; }
-    int use_cuda = 0;
-    char info[256] = "built without CUDA";
-#ifdef VX_HAVE_CUDA
-    use_cuda = cc.backend != VX_BACKEND_CPU && vx_cuda_probe(info, sizeof info);
-#endif
-    if (cc.backend == VX_BACKEND_CUDA && !use_cuda) {
-        fprintf(stderr, "voxray: bench render: --backend cuda: no usable CUDA device (%s)\n", info);
-        return 1;
-    }
-    if (!use_cuda && cc.backend == VX_BACKEND_AUTO)
-        vx_warn("bench render: using the CPU backend (%s)", info);
+    vx_backend_kind kind;
+    char info[256];
+    if (vx_backend_resolve(cc.backend, "bench render: using the CPU backend", &kind, info, sizeof info)) goto fail;
+    int use_cuda = kind == VX_BACKEND_CUDA;
     if (use_cuda) {
         double gbs;
         if (vx_bench_copy_bandwidth(&gbs)) goto fail;

@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "vx_common.h"
-#include "vx_cuda.h"
+#include "cuda_device.h"
 
 #define OK(call) do { if ((call) != 0) fail_msg("%s: %s", #call, vx_errmsg()); } while (0)
 

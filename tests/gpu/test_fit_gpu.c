@@ -18,8 +18,10 @@
 #include "camera.h"
 #include "dataset.h"
 #include "fit.h"
+#include "fit_backend.h"
 #include "vx_common.h"
-#include "vx_cuda.h"
+#include "cuda_device.h"
+#include "cuda_fit.h"
 
 #define OK(call) do { if ((call) != 0) fail_msg("%s: %s", #call, vx_errmsg()); } while (0)
 
@@ -105,13 +107,13 @@ static void test_rays_backward(void **state) {
         vx_fit_batch b;
         random_batch(&f, &b, 2000);
         int occ = trial % 2, version = 1 + (trial / 2) % 2;
-        vx_fit_cuda *g;
-        OK(vx_fit_cuda_create(&g, &f, b.n));
-        OK(vx_fit_cuda_set_version(g, version));
+        vx_fit_device *g;
+        OK(vx_fit_model_upload_cuda(&g, &f, b.n));
+        OK(vx_fit_set_ray_version_cuda(g, version));
         print_message("trial %d: kernel version %d, SH degree %d, occupancy %s\n", trial, version, f.sh_degree,
                       occ ? "on" : "off");
         OK(vx_fit_update_params_cuda(g, 1e-4f));
-        if (occ) { OK(vx_fit_occupancy_cpu(&f, 4)); OK(vx_fit_occupancy_cuda(g, 4)); }
+        if (occ) { OK(vx_fit_occupancy_build_cpu(&f, 4)); OK(vx_fit_occupancy_build_cuda(g, 4)); }
         vx_fit_zero_grad_cpu(&f);
         OK(vx_fit_zero_grad_cuda(g));
         float *rc = malloc((size_t)b.n * 3 * sizeof(float)), *rg = malloc((size_t)b.n * 3 * sizeof(float));
@@ -121,7 +123,7 @@ static void test_rays_backward(void **state) {
         assert_true(fabs(lc - lg) <= 1e-5 * lc + 1e-9);
         memset(&h, 0, sizeof h);
         OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, f.sh_degree, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
-        OK(vx_fit_cuda_download(g, &h));
+        OK(vx_fit_model_download_cuda(g, &h));
         size_t n = (size_t)f.nx * f.ny * f.nz * f.nc;
         if (version == 1) compare(f.grad, h.grad, n, 1e-4, 1e-8, "grid gradient (atomics reorder the sums)");
         else compare_most(f.grad, h.grad, n, 1e-4, 1e-8, 160, "grid gradient (atomics reorder the sums)");
@@ -129,7 +131,7 @@ static void test_rays_backward(void **state) {
          * relative error ~ samples x ulp ~ 2e-5 (seen 1.1e-5 on the H200), so allow 1e-4 */
         compare(f.wmax, h.wmax, (size_t)f.nx * f.ny * f.nz, 1e-4, 1e-7, "max weights");
         free(rc); free(rg);
-        vx_fit_cuda_destroy(g);
+        vx_fit_model_free_cuda(g);
         vx_fit_batch_free(&b);
         vx_fit_model_free(&f);
         vx_fit_model_free(&h);
@@ -145,8 +147,8 @@ static void test_tv_adam_prune_upsample(void **state) {
         vx_fit_hparams_default(&hp);
         size_t nv = (size_t)f.nx * f.ny * f.nz, n = nv * f.nc;
         for (size_t i = 0; i < nv; i++) { f.wmax[i] = (float)uni(0, 2e-3); f.alive[i] = urand() > 0.1; }
-        vx_fit_cuda *g;
-        OK(vx_fit_cuda_create(&g, &f, 16));
+        vx_fit_device *g;
+        OK(vx_fit_model_upload_cuda(&g, &f, 16));
         memset(&h, 0, sizeof h);
         OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, f.sh_degree, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
         /* TV: same subset (hash of seed and voxel), same gradient */
@@ -156,7 +158,7 @@ static void test_tv_adam_prune_upsample(void **state) {
         double tc = vx_fit_tv_backward_cpu(&f, 1e-3f, 2e-3f, 0.3f, seed, 1e-6f), tg;
         OK(vx_fit_tv_backward_cuda(g, 1e-3f, 2e-3f, 0.3f, seed, 1e-6f, &tg));
         assert_true(fabs(tc - tg) <= 1e-4 * tc);
-        OK(vx_fit_cuda_download(g, &h));
+        OK(vx_fit_model_download_cuda(g, &h));
         compare(f.grad, h.grad, n, 1e-5, 1e-9, "TV gradient");
         /* Adam divides by sqrt(v): where the gradient is ~1e-9 an atomics-order difference
          * flips the step (seen on the H200: 1.2e-3 at one parameter). Give the CPU the
@@ -167,7 +169,7 @@ static void test_tv_adam_prune_upsample(void **state) {
             vx_fit_adam_step_cpu(&f, &hp, 0.7f, 0.03f);
             OK(vx_fit_adam_step_cuda(g, &hp, 0.7f, 0.03f));
         }
-        OK(vx_fit_cuda_download(g, &h));
+        OK(vx_fit_model_download_cuda(g, &h));
         compare(f.data, h.data, n, 1e-5, 1e-6, "Adam parameters");
         compare(f.grad, h.grad, n, 0, 0, "gradient left by Adam (consumed where alive)");
         compare(f.adam_v, h.adam_v, n, 1e-5, 1e-12, "Adam second moments");
@@ -175,18 +177,18 @@ static void test_tv_adam_prune_upsample(void **state) {
         size_t pc = vx_fit_prune_cpu(&f, 1e-3f), pg;
         OK(vx_fit_prune_cuda(g, 1e-3f, &pg));
         assert_int_equal(pc, pg);
-        OK(vx_fit_cuda_download(g, &h));
+        OK(vx_fit_model_download_cuda(g, &h));
         assert_memory_equal(f.alive, h.alive, nv);
         compare(f.data, h.data, n, 1e-5, 1e-6, "pruned parameters");
         /* upsample to a non-integer factor */
         int up[3] = {f.nx * 3 / 2, f.ny * 2, f.nz + 5};
         OK(vx_fit_upsample_cpu(&f, up));
         OK(vx_fit_upsample_cuda(g, up));
-        OK(vx_fit_cuda_download(g, &h));
+        OK(vx_fit_model_download_cuda(g, &h));
         assert_int_equal(h.nx, f.nx); assert_int_equal(h.nz, f.nz);
         assert_memory_equal(f.alive, h.alive, (size_t)f.nx * f.ny * f.nz);
         compare(f.data, h.data, (size_t)f.nx * f.ny * f.nz * f.nc, 1e-5, 1e-6, "upsampled parameters");
-        vx_fit_cuda_destroy(g);
+        vx_fit_model_free_cuda(g);
         vx_fit_model_free(&f);
         vx_fit_model_free(&h);
     }
@@ -209,19 +211,19 @@ static void test_occupancy_from_alive(void **state) {
         vx_fit_model f;
         random_pruned_model(&f, trial % 3, uni(0.2, 0.95));
         int cell = 1 + (int)(urand() * 8);
-        vx_fit_cuda *g;
-        OK(vx_fit_cuda_create(&g, &f, 16));
-        OK(vx_fit_occupancy_cpu(&f, cell));
-        OK(vx_fit_occupancy_cuda(g, cell));
+        vx_fit_device *g;
+        OK(vx_fit_model_upload_cuda(&g, &f, 16));
+        OK(vx_fit_occupancy_build_cpu(&f, cell));
+        OK(vx_fit_occupancy_build_cuda(g, cell));
         size_t count = (size_t)f.occ_n[0] * f.occ_n[1] * f.occ_n[2];
         unsigned char *occ = malloc(count);
-        OK(vx_fit_cuda_occupancy(g, occ, count));
+        OK(vx_fit_occupancy_download_cuda(g, occ, count));
         size_t set = 0;
         for (size_t i = 0; i < count; i++) set += f.occ[i];
         print_message("cell %d: %zu of %zu cells occupied\n", cell, set, count);
         assert_memory_equal(f.occ, occ, count);
         free(occ);
-        vx_fit_cuda_destroy(g);
+        vx_fit_model_free_cuda(g);
         vx_fit_model_free(&f);
     }
 }
@@ -232,13 +234,13 @@ static void test_resample_crop(void **state) {
     for (int trial = 0; trial < g_trials; trial++) {
         vx_fit_model f, h;
         random_pruned_model(&f, trial % 4, uni(0.3, 0.9));
-        vx_fit_cuda *g;
-        OK(vx_fit_cuda_create(&g, &f, 16));
+        vx_fit_device *g;
+        OK(vx_fit_model_upload_cuda(&g, &f, 16));
         int lc[3], hc[3], lg[3], hg[3];
         size_t nc_alive = vx_fit_alive_bounds_cpu(&f, lc, hc), ng_alive;
         OK(vx_fit_alive_bounds_cuda(g, lg, hg, &ng_alive));
         assert_int_equal(nc_alive, ng_alive);
-        assert_int_equal(nc_alive, vx_fit_cuda_alive(g));
+        assert_int_equal(nc_alive, vx_fit_alive_count_cuda(g));
         assert_memory_equal(lc, lg, sizeof lc);
         assert_memory_equal(hc, hg, sizeof hc);
         double lo[3], hi[3];
@@ -253,7 +255,7 @@ static void test_resample_crop(void **state) {
         OK(vx_fit_resample_cuda(g, lo, hi, res));
         memset(&h, 0, sizeof h);
         OK(vx_fit_model_init_cpu(&h, res, f.sh_degree, lo, hi, f.step, f.density_scale, f.bg, 0));
-        OK(vx_fit_cuda_download(g, &h));
+        OK(vx_fit_model_download_cuda(g, &h));
         size_t nv = (size_t)res[0] * res[1] * res[2];
         assert_memory_equal(f.alive, h.alive, nv);
         compare(f.data, h.data, nv * f.nc, 1e-6, 1e-7, "resampled parameters");
@@ -261,7 +263,7 @@ static void test_resample_crop(void **state) {
             assert_true(h.box_lo[a] == lo[a] && h.box_hi[a] == hi[a]);
         }
         assert_true(h.density_scale == f.density_scale);
-        vx_fit_cuda_destroy(g);
+        vx_fit_model_free_cuda(g);
         vx_fit_model_free(&f);
         vx_fit_model_free(&h);
     }
@@ -298,12 +300,12 @@ static void test_sampled_rays(void **state) {
         vx_fit_batch b;
         OK(vx_fit_batch_alloc(&b, n));
         vx_fit_sample_batch(&d, seed, &b);
-        vx_fit_cuda *g;
-        OK(vx_fit_cuda_create(&g, &f, 16));
-        OK(vx_fit_cuda_set_views(g, &d));
+        vx_fit_device *g;
+        OK(vx_fit_model_upload_cuda(&g, &f, 16));
+        OK(vx_fit_views_upload_cuda(g, &d));
         OK(vx_fit_update_params_cuda(g, 1e-4f));
-        OK(vx_fit_occupancy_cpu(&f, 4));
-        OK(vx_fit_occupancy_cuda(g, 4));
+        OK(vx_fit_occupancy_build_cpu(&f, 4));
+        OK(vx_fit_occupancy_build_cuda(g, 4));
         vx_fit_zero_grad_cpu(&f);
         OK(vx_fit_zero_grad_cuda(g));
         double lc = vx_fit_rays_backward_cpu(&f, &b, NULL), lg;
@@ -312,11 +314,11 @@ static void test_sampled_rays(void **state) {
         assert_true(fabs(lc - lg) <= 1e-5 * lc + 1e-9);
         memset(&h, 0, sizeof h);
         OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, f.sh_degree, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
-        OK(vx_fit_cuda_download(g, &h));
+        OK(vx_fit_model_download_cuda(g, &h));
         size_t nv = (size_t)f.nx * f.ny * f.nz;
         compare_most(f.grad, h.grad, nv * f.nc, 1e-4, 1e-8, 160, "gradient from device-drawn rays");
         compare(f.wmax, h.wmax, nv, 1e-4, 1e-7, "max weights from device-drawn rays");
-        vx_fit_cuda_destroy(g);
+        vx_fit_model_free_cuda(g);
         vx_fit_batch_free(&b);
         vx_dataset_free(&d);
         vx_fit_model_free(&f);
@@ -332,18 +334,18 @@ static void test_render(void **state) {
         random_pruned_model(&f, trial % 4, 0.3);
         vx_dataset d;
         random_dataset(&f, &d, 1, 40, 30);
-        vx_fit_cuda *g;
-        OK(vx_fit_cuda_create(&g, &f, 16));
+        vx_fit_device *g;
+        OK(vx_fit_model_upload_cuda(&g, &f, 16));
         OK(vx_fit_update_params_cuda(g, 1e-4f));
-        OK(vx_fit_occupancy_cuda(g, 8));
+        OK(vx_fit_occupancy_build_cuda(g, 8));
         float *rgb = malloc((size_t)40 * 30 * 3 * sizeof(float));
-        OK(vx_fit_render_cuda(g, &d.cams[0], rgb));
+        OK(vx_fit_render_view_cuda(g, &d.cams[0], rgb));
         vx_frame fr;
-        OK(vx_fit_render_view(&f, &d, 0, &fr));
+        OK(vx_fit_render_view_cpu(&f, &d, 0, &fr));
         compare(fr.rgb, rgb, (size_t)40 * 30 * 3, 1e-4, 1e-5, "validation render");
         vx_frame_free(&fr);
         free(rgb);
-        vx_fit_cuda_destroy(g);
+        vx_fit_model_free_cuda(g);
         vx_dataset_free(&d);
         vx_fit_model_free(&f);
     }
@@ -356,14 +358,14 @@ static void test_training_steps(void **state) {
     random_model(&f, 2);
     vx_fit_hparams hp;
     vx_fit_hparams_default(&hp);
-    vx_fit_cuda *g;
-    OK(vx_fit_cuda_create(&g, &f, 4096));
+    vx_fit_device *g;
+    OK(vx_fit_model_upload_cuda(&g, &f, 4096));
     OK(vx_fit_update_params_cuda(g, 1e-4f));
     for (int it = 0; it < 5; it++) {
         vx_fit_batch b;
         random_batch(&f, &b, 4096);
-        OK(vx_fit_occupancy_cpu(&f, 8));
-        OK(vx_fit_occupancy_cuda(g, 8));
+        OK(vx_fit_occupancy_build_cpu(&f, 8));
+        OK(vx_fit_occupancy_build_cuda(g, 8));
         vx_fit_zero_grad_cpu(&f);
         OK(vx_fit_zero_grad_cuda(g));
         double lc = vx_fit_rays_backward_cpu(&f, &b, NULL), lg, tg;
@@ -378,7 +380,7 @@ static void test_training_steps(void **state) {
     }
     memset(&h, 0, sizeof h);
     OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, f.sh_degree, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
-    OK(vx_fit_cuda_download(g, &h));
+    OK(vx_fit_model_download_cuda(g, &h));
     /* Adam divides by sqrt(v): tiny gradient differences can flip a step's sign where v ~ 0,
      * and lazy Adam moves a parameter by a whole step or not at all where one side's gradient
      * is exactly zero (a colour at the max(0, .) kink: 8 voxels x 9 coefficients at once).
@@ -388,7 +390,7 @@ static void test_training_steps(void **state) {
     for (size_t i = 0; i < n; i++) off += fabs(f.data[i] - h.data[i]) > 1e-3 * hp.lr_sigma;
     print_message("training steps: %zu of %zu parameters differ by more than 1e-3 lr\n", off, n);
     assert_true(off <= n / 200);
-    vx_fit_cuda_destroy(g);
+    vx_fit_model_free_cuda(g);
     vx_fit_model_free(&f);
     vx_fit_model_free(&h);
 }

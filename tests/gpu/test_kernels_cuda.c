@@ -12,7 +12,8 @@
 #include <cmocka.h>
 
 #include "vx_common.h"
-#include "vx_cuda.h"
+#include "cuda_device.h"
+#include "cuda_trilinear.h"
 #include "gpu_test.h"
 
 static void *dev(size_t bytes) {

@@ -14,7 +14,7 @@
 
 #include "backend.h"
 #include "vx_common.h"
-#include "vx_cuda.h"
+#include "cuda_render.h"
 #include "gpu_test.h"
 
 /* Camera at eye looking at target, +Y up, horizontal fov in degrees (built here so the

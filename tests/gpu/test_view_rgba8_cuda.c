@@ -16,7 +16,8 @@
 #include "cli.h"
 #include "image.h"
 #include "vx_common.h"
-#include "vx_cuda.h"
+#include "cuda_device.h"
+#include "cuda_view.h"
 #include "gpu_test.h"
 
 /* Bytes of RGBA8 (device) against RGB8 (host); alpha must be 255. Returns mismatches. */

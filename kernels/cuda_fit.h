@@ -1,0 +1,69 @@
+/* cuda_fit.h - the CUDA twin of fit.h's training steps (kernels/fit.cu), reached from C by
+ * fit_backend_cuda.c, `voxray bench fit` and the GPU tests. Present only when the
+ * Makefile found nvcc (VX_HAVE_CUDA). */
+#ifndef VX_CUDA_FIT_H
+#define VX_CUDA_FIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dataset.h"
+#include "fit.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Device copies of a model's arrays plus its metadata; each vx_fit_*_cuda step does on
+ * the device exactly what the vx_fit_*_cpu step of the same name does on the host. */
+typedef struct vx_fit_device vx_fit_device;
+
+/* Upload f's parameters, moments, alive mask and max weights; room for max_batch rays. */
+int vx_fit_model_upload_cuda(vx_fit_device **out, const vx_fit_model *f, int max_batch);
+/* Copy everything back into f (its lattice and box follow the device's); the _params
+ * variant copies only the parameters and the alive mask (to write or render) and frees
+ * f's gradient, moments and max weights, which a parameters-only copy never uses. */
+int vx_fit_model_download_cuda(const vx_fit_device *g, vx_fit_model *f);
+int vx_fit_params_download_cuda(const vx_fit_device *g, vx_fit_model *f);
+void vx_fit_model_free_cuda(vx_fit_device *g);
+int vx_fit_zero_grad_cuda(vx_fit_device *g);
+int vx_fit_rays_backward_cuda(vx_fit_device *g, const vx_fit_batch *b, float *out_rgb, double *loss);
+int vx_fit_tv_backward_cuda(vx_fit_device *g, float w_sigma, float w_sh, float fraction, uint64_t seed, float eps,
+                            double *term);
+int vx_fit_adam_step_cuda(vx_fit_device *g, const vx_fit_hparams *h, float lr_sigma, float lr_sh);
+int vx_fit_occupancy_build_cuda(vx_fit_device *g, int cell);
+int vx_fit_prune_cuda(vx_fit_device *g, float thresh, size_t *pruned);
+int vx_fit_upsample_cuda(vx_fit_device *g, const int res[3]);
+int vx_fit_resample_cuda(vx_fit_device *g, const double lo[3], const double hi[3], const int res[3]);
+int vx_fit_alive_bounds_cuda(vx_fit_device *g, int lo[3], int hi[3], size_t *alive);
+int vx_fit_update_params_cuda(vx_fit_device *g, float stop);
+/* The device model's metadata (lattice, box, channels, t; host arrays NULL). */
+const vx_fit_model *vx_fit_model_meta_cuda(const vx_fit_device *g);
+/* Alive voxels (the list the Adam, TV and occupancy kernels run over). */
+size_t vx_fit_alive_count_cuda(const vx_fit_device *g);
+void vx_fit_track_weights_cuda(vx_fit_device *g, int on);
+/* Copy the device occupancy grid (vx_fit_occupancy_build_cuda's, count cells) to occ. */
+int vx_fit_occupancy_download_cuda(const vx_fit_device *g, unsigned char *occ, size_t count);
+
+/* Version 2 of the ray step: the training views live on the device and rays are drawn
+ * there (vx_fit_pick_pixel, as vx_fit_sample_batch on the host), the per-ray kernel is
+ * specialised on the SH degree. views_upload copies d's photos and cameras once. */
+int vx_fit_views_upload_cuda(vx_fit_device *g, const vx_dataset *d);
+int vx_fit_rays_sampled_cuda(vx_fit_device *g, int n, uint64_t seed, double *loss);
+/* Kernel version for vx_fit_rays_backward_cuda: 1 (generic, fit_march.h per ray) or 2
+ * (specialised; default). */
+int vx_fit_set_ray_version_cuda(vx_fit_device *g, int version);
+/* Forward render of camera c from the device model into rgb (c->width*c->height*3, host),
+ * with the current occupancy grid (rebuild it first). */
+int vx_fit_render_view_cuda(vx_fit_device *g, const vx_camera *c, float *rgb);
+/* Profiling: when on, every step waits for the device and adds its wall time to a
+ * counter; vx_fit_timings_cuda returns the milliseconds since the last call for [0] rays,
+ * [1] TV, [2] Adam, [3] occupancy, and resets them. */
+void vx_fit_profile_cuda(vx_fit_device *g, int on);
+void vx_fit_timings_cuda(vx_fit_device *g, double ms[4]);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

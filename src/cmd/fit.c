@@ -1,0 +1,267 @@
+/* cmd/fit.c - `voxray fit DATASET -o SCENE_DIR`: parses the options, loads the photos,
+ * resolves the backend (backend.c), runs the training loop (fit_train.c), writes the scene
+ * and prints the held-out report (fit_report.c). main.c calls vx_cmd_fit. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "cli.h"
+#include "commands.h"
+#include "dataset.h"
+#include "fit_report.h"
+#include "fit_train.h"
+#include "vx_common.h"
+
+static void vx__fit_usage(FILE *o) {
+    fprintf(o,
+            "usage: voxray fit DATASET -o SCENE_DIR [options]\n"
+            "\n"
+            "Optimise a voxel grid (density + spherical harmonics, Plenoxels style, no network)\n"
+            "from posed photos in the NeRF 'Blender synthetic' layout, then write SCENE_DIR/scene.json\n"
+            "and SCENE_DIR/grid.npy for voxray render / voxray view. Every 8th training view is held\n"
+            "out for validation unless --val-split names a split.\n"
+            "\n"
+            "  -o, --output DIR     scene directory to write\n"
+            "  --res R1[,R2..]      voxels along each box edge per coarse-to-fine stage, up to %d\n"
+            "                       (default 128; CUDA: 128,256,512); after each stage the box shrinks\n"
+            "                       to the voxels that survived pruning, keeping the voxel size edge/R\n"
+            "                       of the first box\n"
+            "  --stage-ends P1[,..] progress fractions at which each stage but the last ends\n"
+            "                       (default: equal shares; CUDA without --res: 0.1,0.3)\n"
+            "  --no-crop            keep the whole box in every stage\n"
+            "  --dense-adam         update every alive parameter each step (default: only those\n"
+            "                       with a gradient, i.e. touched by the batch or the TV subset)\n"
+            "  --iters N            total iterations, split evenly over the stages (default 2000;\n"
+            "                       CUDA: no limit, the clock ends the run)\n"
+            "  --batch RAYS         rays per iteration (default 4096; CUDA: 65536)\n"
+            "  --sh-degree D        0..3 (default 2)\n"
+            "  --val-every K        validation renders every K iterations, 0: only at the end\n"
+            "                       (default 500; CUDA: 10000)\n"
+            "  --val-views N        held-out views in the progress PSNR (default 3)\n"
+            "  --val-split NAME     use transforms_NAME.json as the held-out set\n"
+            "  --downscale F        average FxF pixel blocks of every photo (default 1)\n"
+            "  --bbox x0,y0,z0,x1,y1,z1  world box (default: from the cameras)\n"
+            "  --step S             segment length in voxels (default 0.5)\n"
+            "  --lr-sigma A --lr-sh B    Adam step sizes (default 0.5, 0.02)\n"
+            "  --tv-sigma A --tv-sh B    total-variation weights per 4096 rays of batch (default 0: off)\n"
+            "  --seed S             random seed (default 1)\n"
+            "  --max-seconds S      stop once training (validation excluded) has taken S seconds\n"
+            "                       (CUDA without --iters: 300, the recorded run of docs/FIT.md)\n"
+            "  --time-curve         held-out PSNR after 15, 30, 60, 120 and 300 s of training\n"
+            "  --backend auto|cpu|cuda   where to train (default auto)\n"
+            "  -h, --help           this text\n",
+            VX_FIT_MAX_STAGES);
+}
+
+static int vx__parse_res(const char *s, vx_fit_config *c) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    char *save, *tok = strtok_r(buf, ",", &save);
+    c->stages = 0;
+    for (; tok; tok = strtok_r(NULL, ",", &save)) {
+        if (c->stages == VX_FIT_MAX_STAGES) return vx_error("--res: at most %d stages", VX_FIT_MAX_STAGES);
+        int r;
+        if (vx_parse_int("--res", tok, 2, 1024, &r)) return -1;
+        c->res[c->stages][0] = c->res[c->stages][1] = c->res[c->stages][2] = r;
+        c->stages++;
+    }
+    if (!c->stages) return vx_error("--res: '%s' names no resolution", s);
+    return 0;
+}
+
+/* Stage ends: "p1,p2,..", one per stage but the last, rising inside (0, 1); NULL leaves
+ * the default (every stage an equal share). */
+static int vx__parse_stage_ends(const char *s, vx_fit_config *c) {
+    if (!s) return 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    char *save, *tok = strtok_r(buf, ",", &save);
+    int k = 0;
+    for (; tok; tok = strtok_r(NULL, ",", &save), k++) {
+        if (k >= c->stages - 1) return vx_error("--stage-ends: '%s' has more than the %d values --res needs", s, c->stages - 1);
+        if (vx_parse_double("--stage-ends", tok, 1e-6, 1.0 - 1e-6, &c->stage_end[k])) return -1;
+        if (k && !(c->stage_end[k] > c->stage_end[k - 1])) return vx_error("--stage-ends: '%s' must rise", s);
+    }
+    if (k != c->stages - 1) return vx_error("--stage-ends: '%s' needs %d values for %d stages", s, c->stages - 1, c->stages);
+    return 0;
+}
+
+static int vx__parse_bbox(const char *s, double lo[3], double hi[3]) {
+    char buf[512];
+    double v[6];
+    snprintf(buf, sizeof buf, "%s", s);
+    char *save, *tok = strtok_r(buf, ",", &save);
+    for (int i = 0; i < 6; i++, tok = strtok_r(NULL, ",", &save)) {
+        if (!tok) return vx_error("--bbox: '%s' must be six numbers x0,y0,z0,x1,y1,z1", s);
+        if (vx_parse_double("--bbox", tok, -1e9, 1e9, &v[i])) return -1;
+    }
+    if (tok) return vx_error("--bbox: '%s' must be six numbers x0,y0,z0,x1,y1,z1", s);
+    for (int a = 0; a < 3; a++) {
+        lo[a] = v[a];
+        hi[a] = v[3 + a];
+        if (!(hi[a] > lo[a])) return vx_error("--bbox: max must exceed min on every axis");
+    }
+    return 0;
+}
+
+/* One stderr line naming the values vx_fit_config_cuda_defaults filled in (read back from
+ * the config, so the line cannot disagree with the rule). */
+static void vx__print_cuda_defaults(const vx_fit_config *c, unsigned set) {
+    char line[512];
+    size_t n = 0;
+#define VX__ADD(...) (n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, __VA_ARGS__))
+    if (!(set & VX_FIT_SET_RES)) {
+        VX__ADD(" --res");
+        for (int s = 0; s < c->stages; s++) VX__ADD("%c%d", s ? ',' : ' ', c->res[s][0]);
+        if (!(set & VX_FIT_SET_STAGE_ENDS))
+            for (int s = 0; s + 1 < c->stages; s++) VX__ADD("%s%g", s ? "," : " --stage-ends ", c->stage_end[s]);
+    }
+    if (!(set & VX_FIT_SET_BATCH)) VX__ADD(" --batch %d", c->batch);
+    if (!(set & VX_FIT_SET_ITERS)) VX__ADD(" (no iteration limit)");
+    if (!(set & (VX_FIT_SET_ITERS | VX_FIT_SET_MAX_SECONDS))) VX__ADD(" --max-seconds %g", c->max_seconds);
+    if (!(set & VX_FIT_SET_VAL_EVERY)) VX__ADD(" --val-every %d", c->val_every);
+#undef VX__ADD
+    if (n) fprintf(stderr, "voxray: fit: CUDA defaults for the options not given:%s\n", line);
+}
+
+int vx_cmd_fit(int argc, char **argv) {
+    const char *dataset = NULL, *out = NULL, *val_split = NULL, *stage_ends = NULL;
+    vx_fit_config cfg;
+    vx_fit_config_default(&cfg);
+    int sh = 2, downscale = 1, has_bbox = 0, seed = 1;
+    double step = 0.5, lo[3], hi[3], dv;
+    vx_backend_kind backend = VX_BACKEND_AUTO;
+    unsigned set = 0; /* VX_FIT_SET_*: options given, which CUDA defaults leave alone */
+    char msg[600];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int need = i + 1 < argc;
+        int bad = 0;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { vx__fit_usage(stdout); return 0; }
+        static const char *valued[] = {"-o", "--output", "--res", "--iters", "--batch", "--sh-degree", "--val-every",
+                                       "--val-views", "--val-split", "--downscale", "--bbox", "--step", "--seed",
+                                       "--lr-sigma", "--lr-sh", "--tv-sigma", "--tv-sh", "--backend", "--max-seconds",
+                                       "--stage-ends"};
+        for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
+            if (!strcmp(a, valued[k]) && !need) {
+                snprintf(msg, sizeof msg, "%s needs a value", a);
+                return vx_cli_usage_error("fit", msg);
+            }
+        if (!strcmp(a, "-o") || !strcmp(a, "--output")) out = argv[++i];
+        else if (!strcmp(a, "--res")) { bad = vx__parse_res(argv[++i], &cfg); set |= VX_FIT_SET_RES; }
+        else if (!strcmp(a, "--iters")) { bad = vx_parse_int(a, argv[++i], 1, 100000000, &cfg.iters); set |= VX_FIT_SET_ITERS; }
+        else if (!strcmp(a, "--batch")) { bad = vx_parse_int(a, argv[++i], 1, 1 << 24, &cfg.batch); set |= VX_FIT_SET_BATCH; }
+        else if (!strcmp(a, "--sh-degree")) bad = vx_parse_int(a, argv[++i], 0, 3, &sh);
+        else if (!strcmp(a, "--val-every")) {
+            bad = vx_parse_int(a, argv[++i], 0, 100000000, &cfg.val_every);
+            set |= VX_FIT_SET_VAL_EVERY;
+        }
+        else if (!strcmp(a, "--val-views")) bad = vx_parse_int(a, argv[++i], 0, 100000, &cfg.val_views);
+        else if (!strcmp(a, "--val-split")) val_split = argv[++i];
+        else if (!strcmp(a, "--downscale")) bad = vx_parse_int(a, argv[++i], 1, 64, &downscale);
+        else if (!strcmp(a, "--bbox")) { bad = vx__parse_bbox(argv[++i], lo, hi); has_bbox = 1; }
+        else if (!strcmp(a, "--step")) bad = vx_parse_double(a, argv[++i], 0.01, 16, &step);
+        else if (!strcmp(a, "--seed")) { bad = vx_parse_int(a, argv[++i], 0, 2147483647, &seed); cfg.seed = (uint64_t)seed; }
+        else if (!strcmp(a, "--lr-sigma")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_sigma = (float)dv; }
+        else if (!strcmp(a, "--lr-sh")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_sh = (float)dv; }
+        else if (!strcmp(a, "--tv-sigma")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.tv_sigma = (float)dv; }
+        else if (!strcmp(a, "--tv-sh")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.tv_sh = (float)dv; }
+        else if (!strcmp(a, "--backend")) bad = vx_backend_parse(argv[++i], &backend);
+        else if (!strcmp(a, "--max-seconds")) {
+            bad = vx_parse_double(a, argv[++i], 0, 1e7, &cfg.max_seconds);
+            set |= VX_FIT_SET_MAX_SECONDS;
+        }
+        else if (!strcmp(a, "--time-curve")) cfg.time_curve = 1;
+        else if (!strcmp(a, "--no-crop")) cfg.crop = 0;
+        else if (!strcmp(a, "--dense-adam")) cfg.hp.lazy = 0;
+        else if (!strcmp(a, "--stage-ends")) { stage_ends = argv[++i]; set |= VX_FIT_SET_STAGE_ENDS; }
+        else if (a[0] == '-' && a[1]) { snprintf(msg, sizeof msg, "unknown option '%s'", a); return vx_cli_usage_error("fit", msg); }
+        else if (!dataset) dataset = a;
+        else { snprintf(msg, sizeof msg, "unexpected argument '%s'", a); return vx_cli_usage_error("fit", msg); }
+        if (bad) return vx_cli_usage_error("fit", vx_errmsg());
+    }
+    if (!dataset) return vx_cli_usage_error("fit", "which dataset? DATASET is a directory with transforms_train.json");
+    if (!out) return vx_cli_usage_error("fit", "where to? -o SCENE_DIR is required");
+    /* an early look at --stage-ends when --res fixes the number of stages (the CUDA
+     * defaults below may add stages only when --res is not given) */
+    if ((set & VX_FIT_SET_RES) && vx__parse_stage_ends(stage_ends, &cfg)) return vx_cli_usage_error("fit", vx_errmsg());
+    /* the photos first: a missing dataset is reported before any word on the backend */
+    vx_dataset all, train, held;
+    memset(&train, 0, sizeof train);
+    memset(&held, 0, sizeof held);
+    if (vx_dataset_load(dataset, "train", downscale, &all)) { fprintf(stderr, "voxray fit: %s\n", vx_errmsg()); return 1; }
+    int rc = 1;
+    if (val_split) {
+        train = all;
+        memset(&all, 0, sizeof all);
+        if (vx_dataset_load(dataset, val_split, downscale, &held)) goto fail;
+    } else if (vx_dataset_holdout(&all, 8, &train, &held)) goto fail;
+    vx_dataset_free(&all);
+    /* where to train, decided once by backend.c like rendering: CUDA when asked for or
+     * (auto) when a device is usable; never a silent fallback */
+    char device[256];
+    if (vx_backend_resolve(backend, "fit: training on the CPU", &cfg.backend, device, sizeof device)) goto fail;
+    if (cfg.backend == VX_BACKEND_CUDA) {
+        fprintf(stderr, "voxray: fit: training with CUDA on %s\n", device);
+        vx_fit_config_cuda_defaults(&cfg, set);
+        vx__print_cuda_defaults(&cfg, set);
+    }
+    /* after the CUDA defaults, which may have changed the number of stages */
+    if (vx__parse_stage_ends(stage_ends, &cfg)) {
+        rc = vx_cli_usage_error("fit", vx_errmsg());
+        vx_clear_error();
+        goto fail;
+    }
+    if (!has_bbox && vx_fit_box_from_cameras(train.cams, train.n, lo, hi)) goto fail;
+    fprintf(stderr, "fit: %d training views, %d held out, %dx%d pixels; box [%.3f %.3f %.3f] - [%.3f %.3f %.3f]\n",
+            train.n, held.n, train.width, train.height, lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]);
+    vx_fit_model f;
+    float white[3] = {1, 1, 1};
+    if (vx_fit_model_init_cpu(&f, cfg.res[0], sh, lo, hi, (float)step, 0.0f, white, cfg.hp.init_sigma)) goto fail;
+    char vdir[4200];
+    vx_path_join(out, "val", vdir, sizeof vdir);
+    cfg.val_dir = vdir;
+    vx_fit_stats st;
+    if (vx_fit_train(&f, &cfg, &train, &held, &st)) { vx_fit_model_free(&f); goto fail; }
+    /* the manifest camera: from the first held-out view towards the box centre, with the
+     * world axis the cameras' up vectors agree on as up (+Z for Blender scenes), so
+     * `voxray view` orbits upright */
+    const float *m = held.cams[0].c2w;
+    double cam[10] = {m[3], m[7], m[11], 0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1]), 0.5 * (lo[2] + hi[2]),
+                      0, 0, 0, held.cams[0].fov_x * 180.0 / M_PI};
+    double upsum[3] = {0, 0, 0};
+    for (int v = 0; v < train.n; v++)
+        for (int a = 0; a < 3; a++) upsum[a] += train.cams[v].c2w[4 * a + 1];
+    int ax = 0;
+    for (int a = 1; a < 3; a++) if (fabs(upsum[a]) > fabs(upsum[ax])) ax = a;
+    cam[6 + ax] = upsum[ax] < 0 ? -1.0 : 1.0;
+    double vd[3] = {cam[3] - cam[0], cam[4] - cam[1], cam[5] - cam[2]};
+    double vl = sqrt(vd[0] * vd[0] + vd[1] * vd[1] + vd[2] * vd[2]);
+    if (!(vl > 0) || fabs(vd[ax]) > 0.99 * vl) /* looking along that axis: keep the camera's own up */
+        for (int a = 0; a < 3; a++) cam[6 + a] = m[4 * a + 1];
+    const char *base = strrchr(dataset, '/');
+    base = base && base[1] ? base + 1 : dataset;
+    if (vx_fit_write_scene(&f, out, base, cam)) { vx_fit_model_free(&f); goto fail; }
+    printf("fit: %.1f s, %.0f rays/s, loss %.5f -> %.5f; wrote %s/scene.json and %s/grid.npy (%dx%dx%d x %d)\n",
+           st.seconds, st.rays_per_s, st.loss_first, st.loss_last, out, out, f.nx, f.ny, f.nz, f.nc);
+    double mp, ms;
+    vx_scene fs;
+    vx_render_opts ro;
+    vx_renderer *rr = NULL;
+    vx_fit_as_scene(&f, &fs);
+    vx_render_opts_default(&ro);
+    int r2 = vx_renderer_create(&rr, &fs, &ro, cfg.backend);
+    if (!r2) r2 = vx_fit_report("fit: held-out views", &held, vx_fit_render_renderer, rr, vdir, &mp, &ms);
+    if (rr) vx_renderer_destroy(rr);
+    vx_fit_model_free(&f);
+    if (r2) goto fail;
+    rc = 0;
+fail:
+    if (rc == 1) fprintf(stderr, "voxray fit: %s\n", vx_errmsg());
+    vx_dataset_free(&all);
+    vx_dataset_free(&train);
+    vx_dataset_free(&held);
+    return rc;
+}

@@ -1,0 +1,24 @@
+/* fit_report.h - what `voxray fit` and `voxray eval` show of a model against photos: the
+ * PSNR/SSIM table of a dataset's views, and photo|render pairs written as one PNG.
+ * Called by cmd/fit.c, cmd/eval.c and the training loop's validation (fit_train.c). */
+#ifndef VX_FIT_REPORT_H
+#define VX_FIT_REPORT_H
+
+#include "dataset.h"
+#include "render.h"
+
+/* Photo | render side by side (the render's size), written as one PNG at path. */
+int vx_fit_write_pair(const char *path, const float *photo, const vx_frame *r);
+
+/* Renders view v of d into fr (allocated by the callee); 0 or -1. */
+typedef int (*vx_fit_render_fn)(void *ctx, const vx_dataset *d, int v, vx_frame *fr);
+
+/* PSNR/SSIM of every view of d rendered by fn, printed on stdout under `title` as a
+ * table with the mean; photo|render pairs go to save_dir/final_NNN.png when save_dir. */
+int vx_fit_report(const char *title, const vx_dataset *d, vx_fit_render_fn fn, void *ctx, const char *save_dir,
+                  double *mean_psnr, double *mean_ssim);
+
+/* A vx_fit_render_fn over a vx_renderer (backend.h) passed as ctx. */
+int vx_fit_render_renderer(void *ctx, const vx_dataset *d, int v, vx_frame *fr);
+
+#endif
