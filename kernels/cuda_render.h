@@ -13,28 +13,29 @@ extern "C" {
 
 typedef struct vx_cuda_volume vx_cuda_volume;
 
-/* Upload the grid (float32, or float16 when half) and build the occupancy grid on the
- * device from the decoded density. v->mp supplies the march parameters. */
-int vx_cuda_volume_create(vx_cuda_volume **out, const vx_volume *v, const vx_grid *g, int half);
-/* Update march parameters that need no re-upload (step, stop, background, decoder
- * values that keep the occupancy valid are the caller's responsibility). */
-int vx_cuda_volume_set_params(vx_cuda_volume *cv, const vx_march_params *mp);
+/* Upload the grid, dense or sparse bricks (float32, or float16 when half), and build the
+ * occupancy grid on the device from the decoded density (sparse: upload v->occ). v->mp
+ * supplies the march parameters. */
+int vx_volume_upload_cuda(vx_cuda_volume **out, const vx_volume *v, const vx_grid *g, int half);
+/* Take v's march parameters (no re-upload); the occupancy grid is rebuilt when the
+ * decoder or the cells changed (sparse: from v->occ, which vx_volume_update rebuilt). */
+int vx_volume_update_cuda(vx_cuda_volume *cv, const vx_volume *v);
 /* Render a frame; fills f->rgb, f->alpha, f->depth (when non-NULL) and the counters. */
-int vx_cuda_render(vx_cuda_volume *cv, const vx_camera *c, vx_frame *f);
-void vx_cuda_volume_destroy(vx_cuda_volume *cv);
+int vx_render_cuda(vx_cuda_volume *cv, const vx_camera *c, vx_frame *f);
+void vx_volume_free_cuda(vx_cuda_volume *cv);
 /* Render into the volume's device buffers only (no copy to the host), for benchmarks:
  * returns the kernel time from CUDA events and the frame's counters. */
-int vx_cuda_render_device(vx_cuda_volume *cv, const vx_camera *c, int want_depth, float *ms,
+int vx_render_device_cuda(vx_cuda_volume *cv, const vx_camera *c, int want_depth, float *ms,
                           long long *samples, long long *rays_hit);
 /* Occupancy on the device, the twin of vx_occupancy_build_cpu: mp->occ_b / occ_n give the
  * cells; d_grid is (z,y,x,c) float32 or float16; d_occ receives one byte per cell. */
 int vx_occupancy_build_cuda(const void *d_grid, int half, const vx_march_params *mp, unsigned char *d_occ);
 /* Copy the device occupancy grid (count cells, 1 = may hold density) to occ. */
-int vx_cuda_volume_occupancy(const vx_cuda_volume *cv, unsigned char *occ, size_t count);
+int vx_volume_occupancy_cuda(const vx_cuda_volume *cv, unsigned char *occ, size_t count);
 
-/* Device pointers of the volume's frame buffers after vx_cuda_render_device: rgb (3 floats
+/* Device pointers of the volume's frame buffers after vx_render_device_cuda: rgb (3 floats
  * per pixel) and alpha, rows top to bottom. Implemented in render.cu, next to the buffers. */
-int vx_cuda_volume_frame(const vx_cuda_volume *cv, const float **d_rgb, const float **d_alpha);
+int vx_volume_frame_cuda(const vx_cuda_volume *cv, const float **d_rgb, const float **d_alpha);
 
 #ifdef __cplusplus
 }

@@ -15,7 +15,7 @@ extern "C" {
 int vx_cuda_quantize_rgba8(const float *d_rgb, int w, int h, unsigned char *d_rgba8);
 /* Render a frame straight into device memory as RGBA8 (the fused renderer, then the
  * quantizer): the bytes `voxray render` writes, without a trip through the host. */
-int vx_cuda_render_rgba8(vx_cuda_volume *cv, const vx_camera *c, unsigned char *d_rgba8,
+int vx_render_rgba8_cuda(vx_cuda_volume *cv, const vx_camera *c, unsigned char *d_rgba8,
                          long long *samples, long long *rays_hit);
 /* CUDA-GL interop on a GL pixel buffer object (a GLuint): register once (write-discard),
  * map / unmap each frame, unregister before the buffer is resized. */

@@ -1,10 +1,10 @@
 /* render.cu - the fused renderer: one thread per pixel generates its ray, clips it to
  * the box, marches segments, interpolates, decodes and composites in registers, the
- * same arithmetic as march.h's vx_march (the CPU reference) sample for sample.
- * backend.c reaches it through vx_cuda.h (vx_cuda_volume_*, vx_cuda_render).
+ * same march as the CPU reference: vx_march_run (march.h) with this file's op.
+ * backend.c reaches it through cuda_render.h (vx_volume_upload_cuda, vx_render_cuda).
  *
- * Speed: kernels are instantiated per storage type (float32 / float16) and decoder
- * (rgba, sh degree 0..3, scalar), so the channel count is a constant and the raw
+ * Speed: kernels are instantiated per storage (dense or sparse bricks, float32 or float16)
+ * and decoder (rgba, sh degree 0..3, scalar), so the channel count is a constant and the raw
  * channels live in registers; empty space is crossed one occupancy cell at a time (the
  * same cell-exit jump as march.h, i.e. a DDA over the occupancy grid); rays stop when
  * T < stop. Pixels are 8x8 tiles so neighbouring rays share cache lines. */
@@ -18,14 +18,18 @@
 
 struct vx_cuda_volume {
     vx_march_params mp;
-    void *d_grid;             /* (z,y,x,c) float32 or float16 */
-    int half;
+    void *d_grid;             /* dense: (z,y,x,c); sparse: the brick pool then nc background values */
+    int half;                 /* float16 storage */
+    int sparse;               /* bricks: d_table + d_grid */
+    int32_t *d_table;         /* sparse brick table (sparse.h) */
+    int bn[3];
+    size_t nbricks;
     unsigned char *d_occ;     /* occupancy cells, NULL when skipping is off */
     size_t occ_count;
     float *d_rgb, *d_alpha, *d_depth;
     size_t npix_cap;
     unsigned long long *d_counters; /* samples, rays that sampled the volume */
-    cudaEvent_t ev0, ev1;
+    vx_cuda_timer *timer;
 };
 
 // ----------------------------------------------------------------------------------------
@@ -162,7 +166,14 @@ static int vx__launch_render(const vx_cuda_volume *cv, const S &store, const vx_
 
 /* The store of the uploaded grid, typed. */
 template <typename T> static int vx__launch_typed(const vx_cuda_volume *cv, const vx_camera *c, float *depth) {
-    vx_dense_store<T> st = {(const T *)cv->d_grid, cv->mp.nx, cv->mp.ny, cv->mp.nc};
+    const vx_march_params &m = cv->mp;
+    if (cv->sparse) {
+        const T *pool = (const T *)cv->d_grid;
+        vx_sparse_store<T> st = {cv->d_table, pool, pool + cv->nbricks * VX_BRICK_VOXELS * m.nc,
+                                 {cv->bn[0], cv->bn[1], cv->bn[2]}, m.nc};
+        return vx__launch_render(cv, st, c, depth);
+    }
+    vx_dense_store<T> st = {(const T *)cv->d_grid, m.nx, m.ny, m.nc};
     return vx__launch_render(cv, st, c, depth);
 }
 
@@ -184,7 +195,10 @@ static int vx__check_params(const vx_march_params *mp, int nx, int ny, int nz, i
     return 0;
 }
 
-static int vx__occ_update(vx_cuda_volume *cv) {
+/* (Re)build the device occupancy grid: on the device from a dense grid, or, for sparse
+ * bricks, copied from the host grid volume.c built (its sparse path reads an absent
+ * brick's background once, so it stays cheap at 4096^3). */
+static int vx__occ_update(vx_cuda_volume *cv, const vx_volume *v) {
     const vx_march_params *mp = &cv->mp;
     if (mp->occ_b <= 0) {
         vx_cuda_free(cv->d_occ);
@@ -200,49 +214,71 @@ static int vx__occ_update(vx_cuda_volume *cv) {
         if (vx_cuda_alloc((void **)&cv->d_occ, count, "occupancy grid")) return -1;
         cv->occ_count = count;
     }
-    return vx_occupancy_build_cuda(cv->d_grid, cv->half, mp, cv->d_occ);
+    if (!cv->sparse) return vx_occupancy_build_cuda(cv->d_grid, cv->half, mp, cv->d_occ);
+    if (!v->occ || v->occ_count != count)
+        return vx_error("cuda render: the sparse volume has no host occupancy grid to upload");
+    return vx_cuda_upload(cv->d_occ, v->occ, count);
 }
 
-extern "C" int vx_cuda_volume_create(vx_cuda_volume **out, const vx_volume *v, const vx_grid *g, int half) {
+/* Upload n floats as float32, or as float16 through a float32 staging buffer. */
+static int vx__upload_values(void *d_dst, const float *h_src, size_t n, int half) {
+    if (!half) return vx_cuda_upload(d_dst, h_src, n * sizeof(float));
+    float *d_tmp = NULL;
+    int rc = vx_cuda_alloc((void **)&d_tmp, n * sizeof(float), "float16 upload buffer") ||
+             vx_cuda_upload(d_tmp, h_src, n * sizeof(float)) || vx_cuda_to_half(d_tmp, d_dst, n) || vx_cuda_sync();
+    vx_cuda_free(d_tmp);
+    return rc ? -1 : 0;
+}
+
+/* The grid's storage on the device: dense values, or the brick table, the pool and the
+ * background (stored right after the pool, so absent bricks read it like any voxel). */
+static int vx__upload_grid(vx_cuda_volume *cv, const vx_grid *g) {
+    size_t es = cv->half ? 2 : 4;
+    if (!g->sparse) {
+        size_t count = vx_grid_count(g);
+        if (vx_cuda_alloc(&cv->d_grid, count * es, "grid on the device")) return -1;
+        return vx__upload_values(cv->d_grid, g->data, count, cv->half);
+    }
+    const vx_sparse *sp = g->sparse;
+    cv->sparse = 1;
+    memcpy(cv->bn, sp->bn, sizeof cv->bn);
+    cv->nbricks = sp->nbricks;
+    size_t ntab = (size_t)sp->bn[0] * sp->bn[1] * sp->bn[2];
+    size_t npool = sp->nbricks * VX_BRICK_VOXELS * (size_t)sp->nc;
+    if (vx_cuda_alloc((void **)&cv->d_table, ntab * sizeof(int32_t), "brick table on the device") ||
+        vx_cuda_upload(cv->d_table, sp->table, ntab * sizeof(int32_t)) ||
+        vx_cuda_alloc(&cv->d_grid, (npool + sp->nc) * es, "brick pool on the device") ||
+        (npool && vx__upload_values(cv->d_grid, sp->pool, npool, cv->half)))
+        return -1;
+    return vx__upload_values((char *)cv->d_grid + npool * es, sp->background, (size_t)sp->nc, cv->half);
+}
+
+extern "C" int vx_volume_upload_cuda(vx_cuda_volume **out, const vx_volume *v, const vx_grid *g, int half) {
     *out = NULL;
     if (vx__check_params(&v->mp, g->nx, g->ny, g->nz, g->nc)) return -1;
-    size_t count = vx_grid_count(g);
+    if (g->sparse && g->sparse->nc != g->nc)
+        return vx_error("cuda render: sparse grid has %d channels, the grid says %d", g->sparse->nc, g->nc);
     vx_cuda_volume *cv = (vx_cuda_volume *)vx_calloc(1, sizeof *cv, "CUDA volume");
     if (!cv) return -1;
     cv->mp = v->mp;
     cv->half = half;
-    float *d_tmp = NULL;
-    if (vx_cuda_alloc(&cv->d_grid, count * (half ? 2 : 4), "grid on the device")) goto fail;
-    if (half) {
-        if (vx_cuda_alloc((void **)&d_tmp, count * 4, "grid upload buffer") ||
-            vx_cuda_upload(d_tmp, g->data, count * 4) || vx_cuda_to_half(d_tmp, cv->d_grid, count) ||
-            vx_cuda_sync())
-            goto fail;
-        vx_cuda_free(d_tmp);
-        d_tmp = NULL;
-    } else if (vx_cuda_upload(cv->d_grid, g->data, count * 4)) {
-        goto fail;
+    if (vx__upload_grid(cv, g) ||
+        vx_cuda_alloc((void **)&cv->d_counters, 2 * sizeof(unsigned long long), "frame counters") ||
+        vx_cuda_timer_create(&cv->timer) || vx__occ_update(cv, v) || vx_cuda_sync()) {
+        vx_volume_free_cuda(cv);
+        return -1;
     }
-    if (vx_cuda_alloc((void **)&cv->d_counters, 2 * sizeof(unsigned long long), "frame counters")) goto fail;
-    if (cudaEventCreate(&cv->ev0) != cudaSuccess || cudaEventCreate(&cv->ev1) != cudaSuccess) {
-        vx_error("%s:%d: cudaEventCreate failed", __FILE__, __LINE__);
-        goto fail;
-    }
-    if (vx__occ_update(cv) || vx_cuda_sync()) goto fail;
     *out = cv;
     return 0;
-fail:
-    vx_cuda_free(d_tmp);
-    vx_cuda_volume_destroy(cv);
-    return -1;
 }
 
-extern "C" int vx_cuda_volume_set_params(vx_cuda_volume *cv, const vx_march_params *mp) {
+extern "C" int vx_volume_update_cuda(vx_cuda_volume *cv, const vx_volume *v) {
+    const vx_march_params *mp = &v->mp;
     if (vx__check_params(mp, cv->mp.nx, cv->mp.ny, cv->mp.nz, cv->mp.nc)) return -1;
     int rebuild = memcmp(&mp->dec, &cv->mp.dec, sizeof mp->dec) || mp->occ_b != cv->mp.occ_b ||
                   memcmp(mp->occ_n, cv->mp.occ_n, sizeof mp->occ_n);
     cv->mp = *mp;
-    return rebuild ? vx__occ_update(cv) : 0;
+    return rebuild ? vx__occ_update(cv, v) : 0;
 }
 
 /* Size the device frame buffers for w x h (grow only). */
@@ -268,50 +304,48 @@ static int vx__render(vx_cuda_volume *cv, const vx_camera *c, int want_depth, fl
     if (c->width < 1 || c->height < 1 || c->width > 65536 || c->height > 65536)
         return vx_error("cuda render: frame size %d x %d is not valid", c->width, c->height);
     if (vx__frame_buffers(cv, c->width, c->height)) return -1;
-    VX_CUDA_CHECK(cudaMemsetAsync(cv->d_counters, 0, 2 * sizeof(unsigned long long), 0));
-    VX_CUDA_CHECK(cudaEventRecord(cv->ev0, 0));
-    float *depth = want_depth ? cv->d_depth : NULL;
+    float *depth = want_depth ? cv->d_depth : NULL, t;
+    if (vx_cuda_zero(cv->d_counters, 2 * sizeof(unsigned long long)) || vx_cuda_timer_start(cv->timer)) return -1;
     if (cv->half ? vx__launch_typed<__half>(cv, c, depth) : vx__launch_typed<float>(cv, c, depth)) return -1;
-    VX_CUDA_CHECK(cudaEventRecord(cv->ev1, 0));
-    VX_CUDA_CHECK(cudaEventSynchronize(cv->ev1));
-    if (ms) VX_CUDA_CHECK(cudaEventElapsedTime(ms, cv->ev0, cv->ev1));
+    if (vx_cuda_timer_stop(cv->timer, &t)) return -1;
+    if (ms) *ms = t;
     return 0;
 }
 
 static int vx__counters(vx_cuda_volume *cv, long long *samples, long long *rays_hit) {
     unsigned long long h[2];
-    VX_CUDA_CHECK(cudaMemcpy(h, cv->d_counters, sizeof h, cudaMemcpyDeviceToHost));
+    if (vx_cuda_download(h, cv->d_counters, sizeof h)) return -1;
     *samples = (long long)h[0];
     *rays_hit = (long long)h[1];
     return 0;
 }
 
-extern "C" int vx_cuda_render(vx_cuda_volume *cv, const vx_camera *c, vx_frame *f) {
+extern "C" int vx_render_cuda(vx_cuda_volume *cv, const vx_camera *c, vx_frame *f) {
     if (f->width != c->width || f->height != c->height)
         return vx_error("cuda render: frame %d x %d does not match the camera's %d x %d", f->width,
                         f->height, c->width, c->height);
     if (vx__render(cv, c, f->depth != NULL, NULL)) return -1;
     size_t npix = (size_t)c->width * c->height;
-    VX_CUDA_CHECK(cudaMemcpy(f->rgb, cv->d_rgb, npix * 3 * sizeof(float), cudaMemcpyDeviceToHost));
-    VX_CUDA_CHECK(cudaMemcpy(f->alpha, cv->d_alpha, npix * sizeof(float), cudaMemcpyDeviceToHost));
-    if (f->depth) VX_CUDA_CHECK(cudaMemcpy(f->depth, cv->d_depth, npix * sizeof(float), cudaMemcpyDeviceToHost));
+    if (vx_cuda_download(f->rgb, cv->d_rgb, npix * 3 * sizeof(float)) ||
+        vx_cuda_download(f->alpha, cv->d_alpha, npix * sizeof(float)) ||
+        (f->depth && vx_cuda_download(f->depth, cv->d_depth, npix * sizeof(float))))
+        return -1;
     return vx__counters(cv, &f->samples, &f->rays_hit);
 }
 
-extern "C" int vx_cuda_render_device(vx_cuda_volume *cv, const vx_camera *c, int want_depth, float *ms,
+extern "C" int vx_render_device_cuda(vx_cuda_volume *cv, const vx_camera *c, int want_depth, float *ms,
                                      long long *samples, long long *rays_hit) {
     if (vx__render(cv, c, want_depth, ms)) return -1;
     return vx__counters(cv, samples, rays_hit);
 }
 
-extern "C" int vx_cuda_volume_occupancy(const vx_cuda_volume *cv, unsigned char *occ, size_t count) {
+extern "C" int vx_volume_occupancy_cuda(const vx_cuda_volume *cv, unsigned char *occ, size_t count) {
     if (count != cv->occ_count)
         return vx_error("cuda occupancy: asked for %zu cells, the device grid has %zu", count, cv->occ_count);
-    if (count) VX_CUDA_CHECK(cudaMemcpy(occ, cv->d_occ, count, cudaMemcpyDeviceToHost));
-    return 0;
+    return count ? vx_cuda_download(occ, cv->d_occ, count) : 0;
 }
 
-extern "C" void vx_cuda_volume_destroy(vx_cuda_volume *cv) {
+extern "C" void vx_volume_free_cuda(vx_cuda_volume *cv) {
     if (!cv) return;
     vx_cuda_free(cv->d_grid);
     vx_cuda_free(cv->d_occ);
@@ -319,13 +353,13 @@ extern "C" void vx_cuda_volume_destroy(vx_cuda_volume *cv) {
     vx_cuda_free(cv->d_alpha);
     vx_cuda_free(cv->d_depth);
     vx_cuda_free(cv->d_counters);
-    if (cv->ev0) cudaEventDestroy(cv->ev0);
-    if (cv->ev1) cudaEventDestroy(cv->ev1);
+    vx_cuda_free(cv->d_table);
+    vx_cuda_timer_destroy(cv->timer);
     free(cv);
 }
 
 /* The device frame buffers of the last render (the viewer's interop reads them). */
-extern "C" int vx_cuda_volume_frame(const vx_cuda_volume *cv, const float **d_rgb, const float **d_alpha) {
+extern "C" int vx_volume_frame_cuda(const vx_cuda_volume *cv, const float **d_rgb, const float **d_alpha) {
     if (!cv->d_rgb) return vx_error("cuda render: no frame has been rendered into this volume yet");
     *d_rgb = cv->d_rgb;
     *d_alpha = cv->d_alpha;

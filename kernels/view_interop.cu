@@ -2,7 +2,7 @@
  * memory as RGBA8 (the fused renderer of render.cu, then a quantizer that rounds like
  * vx_image_quantize) and share a GL pixel buffer with CUDA (register once, map/unmap per
  * frame). src/view/view_cuda.c calls it through vx_cuda.h; the GPU tests call
- * vx_cuda_render_rgba8 without any GL. */
+ * vx_render_rgba8_cuda without any GL. */
 #include <stdlib.h>
 
 #include "common.cuh"
@@ -42,11 +42,11 @@ extern "C" int vx_cuda_quantize_rgba8(const float *d_rgb, int w, int h, unsigned
     return 0;
 }
 
-extern "C" int vx_cuda_render_rgba8(vx_cuda_volume *cv, const vx_camera *c, unsigned char *d_rgba8,
+extern "C" int vx_render_rgba8_cuda(vx_cuda_volume *cv, const vx_camera *c, unsigned char *d_rgba8,
                                     long long *samples, long long *rays_hit) {
     const float *d_rgb, *d_alpha;
-    if (vx_cuda_render_device(cv, c, 0, NULL, samples, rays_hit)) return -1;
-    if (vx_cuda_volume_frame(cv, &d_rgb, &d_alpha)) return -1;
+    if (vx_render_device_cuda(cv, c, 0, NULL, samples, rays_hit)) return -1;
+    if (vx_volume_frame_cuda(cv, &d_rgb, &d_alpha)) return -1;
     if (vx_cuda_quantize_rgba8(d_rgb, c->width, c->height, d_rgba8)) return -1;
     return vx_cuda_sync();
 }

@@ -62,7 +62,7 @@ int vx_renderer_create(vx_renderer **out, const vx_scene *s, const vx_render_opt
     r->opts = *o;
     if (vx_backend_resolve(kind, "using the CPU backend", &r->kind, NULL, 0) || vx_volume_prepare(&r->vol, s, o)) { free(r); return -1; }
 #ifdef VX_HAVE_CUDA
-    if (r->kind == VX_BACKEND_CUDA && vx_cuda_volume_create(&r->cuda, &r->vol, &s->grid, o->half)) {
+    if (r->kind == VX_BACKEND_CUDA && vx_volume_upload_cuda(&r->cuda, &r->vol, &s->grid, o->half)) {
         vx_volume_free(&r->vol);
         free(r);
         return -1;
@@ -78,14 +78,14 @@ int vx_renderer_set_opts(vx_renderer *r, const vx_render_opts *o) {
     if (vx_volume_update(&r->vol, r->scene, o)) return -1;
     r->opts = *o;
 #ifdef VX_HAVE_CUDA
-    if (r->cuda && vx_cuda_volume_set_params(r->cuda, &r->vol.mp)) return -1;
+    if (r->cuda && vx_volume_update_cuda(r->cuda, &r->vol)) return -1;
 #endif
     return 0;
 }
 
 int vx_renderer_render(vx_renderer *r, const vx_camera *c, vx_frame *f) {
 #ifdef VX_HAVE_CUDA
-    if (r->kind == VX_BACKEND_CUDA) return vx_cuda_render(r->cuda, c, f);
+    if (r->kind == VX_BACKEND_CUDA) return vx_render_cuda(r->cuda, c, f);
 #endif
     return vx_render_cpu(&r->vol, c, &r->opts, f);
 }
@@ -108,7 +108,7 @@ struct vx_cuda_volume *vx_renderer_cuda_volume(const vx_renderer *r) {
 void vx_renderer_destroy(vx_renderer *r) {
     if (!r) return;
 #ifdef VX_HAVE_CUDA
-    vx_cuda_volume_destroy(r->cuda);
+    vx_volume_free_cuda(r->cuda);
 #endif
     vx_volume_free(&r->vol);
     free(r);

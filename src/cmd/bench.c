@@ -46,17 +46,17 @@ static int vx__bench_one(const vx_cli_common *cc, const vx_scene *s, int w, int 
         vx_cuda_volume *cv = NULL;
         if (vx_volume_prepare(&v, s, &cc->ropts)) goto done;
         empty = v.occ_empty_fraction;
-        if (vx_cuda_volume_create(&cv, &v, &s->grid, cc->ropts.half)) { vx_volume_free(&v); goto done; }
+        if (vx_volume_upload_cuda(&cv, &v, &s->grid, cc->ropts.half)) { vx_volume_free(&v); goto done; }
         int ok = 1;
         for (int i = -3; i < frames && ok; i++) { /* three warm-up frames */
             float ms;
-            ok = !vx_cuda_render_device(cv, &cam, 0, &ms, &samples, &hit);
+            ok = !vx_render_device_cuda(cv, &cam, 0, &ms, &samples, &hit);
             if (i >= 0) t[i] = ms;
         }
         double t0 = vx_now();
-        ok = ok && !vx_cuda_render(cv, &cam, &f);
+        ok = ok && !vx_render_cuda(cv, &cam, &f);
         e2e = (vx_now() - t0) * 1e3;
-        vx_cuda_volume_destroy(cv);
+        vx_volume_free_cuda(cv);
         vx_volume_free(&v);
         if (!ok) goto done;
     } else

@@ -47,7 +47,7 @@ int vx_view_interop_render(vx_view_interop *vi, vx_view_gl *g, const vx_camera *
         return vx_error("CUDA-GL: mapped buffer has %zu bytes, the frame needs %d", bytes,
                         c->width * c->height * 4);
     }
-    int rc = vx_cuda_render_rgba8(vi->cv, c, d_ptr, &stats->samples, &stats->rays_hit);
+    int rc = vx_render_rgba8_cuda(vi->cv, c, d_ptr, &stats->samples, &stats->rays_hit);
     if (vx_cuda_gl_unmap(vi->buf)) rc = -1;
     if (rc) return -1;
     return vx_view_gl_upload_pbo(g, c->width, c->height);

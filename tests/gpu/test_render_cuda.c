@@ -108,10 +108,10 @@ static void check_volume(const char *what, const vx_march_params *m, const vx_gr
     v.mp = *m;
     v.data = g->data;
     vx_cuda_volume *cv = NULL;
-    OK(vx_cuda_volume_create(&cv, &v, g, half));
+    OK(vx_volume_upload_cuda(&cv, &v, g, half));
     size_t occ_count = m->occ_b ? (size_t)m->occ_n[0] * m->occ_n[1] * m->occ_n[2] : 0;
     unsigned char *occ = occ_count ? malloc(occ_count) : NULL;
-    if (occ_count) OK(vx_cuda_volume_occupancy(cv, occ, occ_count));
+    if (occ_count) OK(vx_volume_occupancy_cuda(cv, occ, occ_count));
     /* the reference sees what the device stores */
     vx_grid hg = *g;
     size_t cnt = vx_grid_count(g);
@@ -133,7 +133,7 @@ static void check_volume(const char *what, const vx_march_params *m, const vx_gr
     vx_frame got, ref;
     OK(vx_frame_alloc(&got, cam->width, cam->height, 1));
     OK(vx_frame_alloc(&ref, cam->width, cam->height, 1));
-    OK(vx_cuda_render(cv, cam, &got));
+    OK(vx_render_cuda(cv, cam, &got));
     render_ref(m, hg.data, occ, cam, &ref);
     compare_frames(what, &got, &ref);
     /* same samples, give or take rounding at cell boundaries */
@@ -142,7 +142,7 @@ static void check_volume(const char *what, const vx_march_params *m, const vx_gr
     vx_frame_free(&ref);
     if (half) free(hg.data);
     free(occ);
-    vx_cuda_volume_destroy(cv);
+    vx_volume_free_cuda(cv);
 }
 
 /* ---- analytic: a constant box seen straight through ------------------------------- */
@@ -170,10 +170,10 @@ static void test_box_analytic(void **state) {
             look_at(&cam, eye, tgt, 60.0f, 33, 33);
             vx_volume v = {.mp = m, .data = g.data};
             vx_cuda_volume *cv = NULL;
-            OK(vx_cuda_volume_create(&cv, &v, &g, 0));
+            OK(vx_volume_upload_cuda(&cv, &v, &g, 0));
             vx_frame f;
             OK(vx_frame_alloc(&f, 33, 33, 1));
-            OK(vx_cuda_render(cv, &cam, &f));
+            OK(vx_render_cuda(cv, &cam, &f));
             /* expected, in double, with march.h's segmentation from t0 = 25 to t1 = 40 */
             double t0 = 25, t1 = 40, T = 1, depth = 0;
             int ns = vx_segment_count((float)(t1 - t0), m.dt, m.max_segments);
@@ -194,7 +194,7 @@ static void test_box_analytic(void **state) {
             assert_float_equal(f.alpha[0], 0, 0);
             assert_float_equal(f.depth[0], 0, 0);
             vx_frame_free(&f);
-            vx_cuda_volume_destroy(cv);
+            vx_volume_free_cuda(cv);
         }
     vx_grid_free(&g);
 }
@@ -306,13 +306,13 @@ static void test_bad_params(void **state) {
     params(&v.mp, 5, 4, 4, 4, w2i, 0.5f, 0); /* nx does not match the grid */
     v.mp.dec.type = VX_DEC_RGBA;
     vx_cuda_volume *cv = (vx_cuda_volume *)&g;
-    assert_int_equal(vx_cuda_volume_create(&cv, &v, &g, 0), -1);
+    assert_int_equal(vx_volume_upload_cuda(&cv, &v, &g, 0), -1);
     assert_null(cv);
     assert_non_null(strstr(vx_errmsg(), "do not match"));
     params(&v.mp, 4, 4, 4, 4, w2i, 0.5f, 0);
     v.mp.dec.type = VX_DEC_SH;
     v.mp.dec.sh_degree = 2; /* needs 28 channels */
-    assert_int_equal(vx_cuda_volume_create(&cv, &v, &g, 0), -1);
+    assert_int_equal(vx_volume_upload_cuda(&cv, &v, &g, 0), -1);
     assert_non_null(strstr(vx_errmsg(), "channels"));
     vx_grid_free(&g);
 }

@@ -1,6 +1,6 @@
 /* test_view_rgba8_cuda.c - the viewer's GPU display path without a window: the device
  * quantizer against vx_image_quantize on fresh random floats (NaN, negatives, > 1, exact
- * halves), and vx_cuda_render_rgba8 against the CUDA frame copied to the host and
+ * halves), and vx_render_rgba8_cuda against the CUDA frame copied to the host and
  * quantized there, on the scenes in $VX_TEST_SCENES. Needs a GPU: `make test-gpu`. */
 #include <math.h>
 #include <setjmp.h>
@@ -101,7 +101,7 @@ static void check_scene(const char *path) {
         assert_non_null(got);
         OK(vx_renderer_render(r, &c, &f));
         vx_image_quantize(&f, 0, ref);
-        OK(vx_cuda_render_rgba8(cv, &c, d_buf, &samples, &rays));
+        OK(vx_render_rgba8_cuda(cv, &c, d_buf, &samples, &rays));
         OK(vx_cuda_download(got, d_buf, 4 * n));
         size_t first, bad = rgba_vs_rgb(got, ref, n, &first);
         if (bad) fail_msg("%s at %dx%d: %zu of %zu pixels differ (first %zu)", path, w, h, bad, n, first);
