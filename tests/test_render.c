@@ -398,6 +398,50 @@ static void test_depth(void **state) {
 }
 
 /* the renderer seam picks the CPU here and renders the same frame */
+/* A placement whose index-space directions fall below the slab test's 1e-12 on every axis
+ * (spacing 1e30, camera inside the box) once asked for 6e8 samples per pixel: the
+ * per-ray bound from the index-space box keeps every ray to max_segments. */
+static void test_ray_bound_huge_spacing(void **state) {
+    (void)state;
+    float vals[4] = {1e-30f, 0.5f, 0.5f, 0.5f};
+    vx_scene s;
+    make_const_scene(&s, 4, 4, vals);
+    s.dec.type = VX_DEC_RGBA;
+    s.dec.density_scale = 1.0f;
+    double lo[3] = {-2e30, -2e30, -2e30}, hi[3] = {1e30, 1e30, 1e30};
+    vx_grid_set_bbox(&s.grid, lo, hi, 1);
+    vx_render_opts o;
+    vx_render_opts_default(&o);
+    vx_volume v;
+    assert_int_equal(vx_volume_prepare(&v, &s, &o), 0);
+    assert_true(v.mp.max_segments > 0 && v.mp.max_segments < 100);
+    double eye[3] = {0, 0, 0}, target[3] = {1, 0.2, 0.1}, up[3] = {0, 1, 0};
+    vx_camera cam;
+    assert_int_equal(vx_camera_look_at(&cam, eye, target, up, 40.0, 6, 5), 0);
+    vx_frame f;
+    assert_int_equal(vx_frame_alloc(&f, 6, 5, 0), 0);
+    assert_int_equal(vx_render_cpu(&v, &cam, &o, &f), 0);
+    assert_true(f.samples <= 30LL * v.mp.max_segments);
+    for (int i = 0; i < 30 * 3; i++) assert_true(isfinite(f.rgb[i]));
+    vx_frame_free(&f);
+    vx_volume_free(&v);
+    vx_scene_free(&s);
+}
+
+/* A NaN sample point (from a non-finite placement) must land on a lattice point, never on
+ * an index computed from NaN: the clamps in vx_axis_cell and vx_index_floor map it to 0. */
+static void test_nan_point_is_clamped(void **state) {
+    (void)state;
+    float data[2 * 2 * 2];
+    for (int i = 0; i < 8; i++) data[i] = (float)(i + 1);
+    float out = -1;
+    vx_trilinear_fetch(data, 2, 2, 2, 1, vx_v3(NAN, NAN, NAN), &out);
+    assert_float_equal(out, 1.0f, 0.0f);
+    assert_int_equal(vx_index_floor(NAN, 7), 0);
+    assert_int_equal(vx_index_floor(1e30f, 7), 6);
+    assert_int_equal(vx_index_floor(-1e30f, 7), 0);
+}
+
 static void test_backend_cpu(void **state) {
     (void)state;
     float vals[4] = {1.0f, 0.5f, 0.25f, 0.75f};
@@ -431,6 +475,7 @@ int main(void) {
         cmocka_unit_test(test_box_scalar),     cmocka_unit_test(test_early_termination),
         cmocka_unit_test(test_pixel_centres),  cmocka_unit_test(test_skipping_is_exact),
         cmocka_unit_test(test_depth),          cmocka_unit_test(test_backend_cpu),
+        cmocka_unit_test(test_ray_bound_huge_spacing), cmocka_unit_test(test_nan_point_is_clamped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
