@@ -139,7 +139,7 @@ __device__ __forceinline__ void vx_fit_march_t(const vx_march_params &m, const f
     f.g = g;
     f.grad = grad;
     f.wmax = wmax;
-    vx_ray_result r = vx_march_run(&m, occ, o, d, &f);
+    vx_ray_result r = vx_march_run(&m, occ, o, d, 0.0f, &f);
     if (!BWD)
         for (int c = 0; c < 3; c++) C[c] = r.rgb[c];
 }

@@ -80,9 +80,28 @@ template <class S, int DEC, int DEG> struct vx_render_op {
         }
         const float *vp[8] = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
         vx_cell_blend(&c, vp, NC, raw);
-        if constexpr (DEC == VX_DEC_SCALAR) return vx_decode_scalar(&m->dec, raw, rgb);
-        else if constexpr (DEC == VX_DEC_SH) return vx_decode_sh(&m->dec, DEG, raw, d, rgb);
-        else return vx_decode_rgba(&m->dec, raw, rgb);
+        if constexpr (DEC == VX_DEC_SCALAR) {
+            float sigma = vx_decode_scalar(&m->dec, raw, rgb);
+            if (m->dec.shade && sigma > 0.0f) { /* march.h's gradient probes, channel 0 */
+                float f[6];
+                for (int q = 0; q < 6; q++) {
+                    vx_trilinear_cell(m->nx, m->ny, m->nz, vx_gradient_probe(s->p, q), &c);
+#pragma unroll
+                    for (int k = 0; k < 8; k++) {
+                        int x, y, z;
+                        vx_cell_corner(&c, k, &x, &y, &z);
+                        vx_load_point<1>(r->store.voxel(x, y, z), v[k]);
+                    }
+                    vx_cell_blend(&c, vp, 1, f + q);
+                }
+                vx_shade(m, f, d, rgb);
+            }
+            return sigma;
+        } else if constexpr (DEC == VX_DEC_SH) {
+            return vx_decode_sh(&m->dec, DEG, raw, d, rgb);
+        } else {
+            return vx_decode_rgba(&m->dec, raw, rgb);
+        }
     }
     static __device__ __forceinline__ void visit(void *, const vx_composite *, const vx_sample *, const float *,
                                                  float) {}
@@ -104,7 +123,8 @@ vx_render_kernel(const __grid_constant__ vx_march_params m, const __grid_constan
         vx_vec3 o, d;
         vx_camera_ray(&cam, (float)j + 0.5f, (float)i + 0.5f, &o, &d);
         vx_render_op<S, DEC, DEG> op = {&m, store};
-        vx_ray_result r = vx_march_run(&m, occ, o, d, &op);
+        float u = vx_pixel_jitter(m.jitter_seed, (unsigned long long)i * cam.width + j);
+        vx_ray_result r = vx_march_run(&m, occ, o, d, u, &op);
         samples = r.samples;
         hit = r.samples > 0 || r.trans < 1.0f; /* as render_cpu.c counts it */
         size_t px = (size_t)i * cam.width + j;

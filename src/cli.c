@@ -16,6 +16,7 @@ void vx_cli_common_init(vx_cli_common *c) {
     c->width = c->height = 800;
     vx_render_opts_default(&c->ropts);
     c->backend = VX_BACKEND_AUTO;
+    c->shading = -1;
 }
 
 int vx_parse_double(const char *flag, const char *s, double lo, double hi, double *v) {
@@ -74,6 +75,7 @@ const char *vx_cli_common_help(void) {
            "  --preset NAME           transfer function for scalar volumes\n"
            "                          (default, ct-bone, ct-soft, mri, grey, fire)\n"
            "  --window LO,HI          scalar value window\n"
+           "  --shading on|off        scalar: light by the gradient (default on)\n"
            "Rendering:\n"
            "  --step S                segment length in voxels (default: the scene's, 0.5)\n"
            "  --stop T                early termination when transmittance < T (default 1e-4; 0 off)\n"
@@ -81,7 +83,9 @@ const char *vx_cli_common_help(void) {
            "  --backend auto|cpu|cuda (default auto)\n"
            "  --threads N             CPU threads (default: all cores)\n"
            "  --half                  CUDA: store the grid as float16\n"
-           "  --no-skip               disable empty-space skipping\n";
+           "  --no-skip               disable empty-space skipping\n"
+           "  --jitter SEED           offset each pixel's samples by a hash of (SEED, pixel):\n"
+           "                          noise instead of ring artefacts (0: off, the default)\n";
 }
 
 /* value of a flag given as "--flag value" or "--flag=value" */
@@ -155,6 +159,18 @@ int vx_cli_parse_common(vx_cli_common *c, int *i, int argc, char **argv) {
         c->window[1] = (float)hi;
         return 1;
     }
+    if (VX_FLAG("--shading")) {
+        if (!v) return -1;
+        if (strcmp(v, "on") && strcmp(v, "off")) return vx_error("--shading: '%s' is not on or off", v);
+        c->shading = !strcmp(v, "on");
+        return 1;
+    }
+    if (VX_FLAG("--jitter")) {
+        int seed;
+        if (!v || vx_parse_int("--jitter", v, 0, 2147483647, &seed)) return -1;
+        c->ropts.jitter = (unsigned)seed;
+        return 1;
+    }
     if (VX_FLAG("--raw")) { c->load.raw_spec = v; return v ? 1 : -1; }
     if (VX_FLAG("--spacing")) {
         if (!v || vx_parse_vec3("--spacing", v, c->load.spacing)) return -1;
@@ -170,10 +186,11 @@ int vx_cli_parse_common(vx_cli_common *c, int *i, int argc, char **argv) {
 int vx_cli_load_scene(const vx_cli_common *c, vx_scene *s) {
     if (!c->scene_path) return vx_error("no scene given");
     if (vx_scene_load(c->scene_path, &c->load, s)) return -1;
-    if ((c->has_window || c->preset) && s->dec.type != VX_DEC_SCALAR) {
+    if ((c->has_window || c->preset || c->shading >= 0) && s->dec.type != VX_DEC_SCALAR) {
         vx_scene_free(s);
-        return vx_error("%s: --window and --preset apply only to scalar volumes", c->scene_path);
+        return vx_error("%s: --window, --preset and --shading apply only to scalar volumes", c->scene_path);
     }
+    if (c->shading >= 0) s->dec.shade = c->shading;
     if (c->has_density_scale) s->dec.density_scale = c->density_scale;
     if (c->has_window) { s->dec.window_lo = c->window[0]; s->dec.window_hi = c->window[1]; }
     return 0;

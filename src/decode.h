@@ -21,6 +21,7 @@ typedef struct {
     int sh_degree;       /* 0..3 for the sh decoder */
     float window_lo, window_hi; /* scalar: value window mapped to [0,1] */
     int tf_n;            /* scalar: number of control points (>= 2) */
+    int shade;           /* scalar: light by the interpolated gradient (march.h vx_shade) */
     float tf[VX_TF_MAX][5]; /* scalar: [v, r, g, b, sigma], v ascending in [0,1] */
 } vx_decoder;
 

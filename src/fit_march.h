@@ -144,7 +144,7 @@ VX_HD void vx_fit_march_backward(const vx_march_params *m, const float *data, co
     f.grad = grad;
     f.wmax = wmax;
     f.nb = vx_sh_basis(m->dec.sh_degree, d, f.b);
-    vx_ray_result r = vx_march_run(m, occ, o, d, VX_MARCH_OP_OF(&f));
+    vx_ray_result r = vx_march_run(m, occ, o, d, 0.0f, VX_MARCH_OP_OF(&f));
     if (recomputed)
         for (int c = 0; c < 3; c++) recomputed[c] = r.rgb[c];
 }

@@ -28,6 +28,7 @@ typedef struct {
     int occ_n[3];           /* occupancy grid size (x, y, z) */
     int occ_shift1;         /* log2(occ_b) + 1 when occ_b is a power of two, else 0 (divide) */
     int max_segments;       /* per-ray bound on segments from the index-space box (0: none) */
+    unsigned jitter_seed;   /* 0: samples at segment midpoints; else per-pixel offsets (vx_pixel_jitter) */
     vx_decoder dec;
 } vx_march_params;
 
@@ -109,10 +110,10 @@ VX_HD const float *vx_dense_voxel(const float *data, int nx, int ny, int nc, int
     return data + (((size_t)z * ny + y) * nx + x) * (size_t)nc;
 }
 
-/* Trilinear interpolation of all channels at index-space point p, from dense float32
- * storage (sparse == NULL) or from sparse bricks, where absent bricks read the background. */
+/* Trilinear interpolation of the first nout of nc channels at index-space point p, from
+ * dense float32 storage (sparse == NULL) or sparse bricks (absent ones read the background). */
 VX_HD void vx_trilinear_fetch_grid(const float *data, const vx_sparse *sparse, int nx, int ny, int nz, int nc,
-                                   vx_vec3 p, float *out) {
+                                   int nout, vx_vec3 p, float *out) {
     vx_cell c;
     const float *v[8];
     vx_trilinear_cell(nx, ny, nz, p, &c);
@@ -121,12 +122,12 @@ VX_HD void vx_trilinear_fetch_grid(const float *data, const vx_sparse *sparse, i
         vx_cell_corner(&c, k, &x, &y, &z);
         v[k] = sparse ? vx_sparse_voxel(sparse, x, y, z) : vx_dense_voxel(data, nx, ny, nc, x, y, z);
     }
-    vx_cell_blend(&c, v, nc, out);
+    vx_cell_blend(&c, v, nout, out);
 }
 
 /* The dense case, the form the tests and the fit's resampling call. */
 VX_HD void vx_trilinear_fetch(const float *data, int nx, int ny, int nz, int nc, vx_vec3 p, float *out) {
-    vx_trilinear_fetch_grid(data, NULL, nx, ny, nz, nc, p, out);
+    vx_trilinear_fetch_grid(data, NULL, nx, ny, nz, nc, nc, p, out);
 }
 
 /* Floor of an index-space coordinate clamped to [0, n-1]; NaN gives 0. */
@@ -185,21 +186,34 @@ typedef struct {
     vx_vec3 p;
 } vx_sample;
 
-/* Segment k of n over [t0, t1]: all dt long but the last, which ends exactly at t1. */
-VX_HD void vx_segment(const vx_march_params *m, float t0, float t1, int n, int k, float *ta, float *tb) {
-    *ta = t0 + (float)k * m->dt;
+/* Segment k of n over [ts, t1]: all dt long but the last, which ends exactly at t1; the
+ * first starts no earlier than t0 (ts < t0 when the ray's samples are jittered). */
+VX_HD void vx_segment(const vx_march_params *m, float ts, float t0, float t1, int n, int k, float *ta, float *tb) {
+    *ta = ts + (float)k * m->dt;
     *tb = k == n - 1 ? t1 : *ta + m->dt;
+    if (*ta < t0) *ta = t0;
+}
+
+/* The per-pixel sample offset u in [0, 1) drawn from (seed, pixel): the segment grid starts
+ * (1 - u) dt before the box entry, so a pixel's samples move by u dt and neighbouring pixels
+ * alias differently (noise instead of wood-grain rings). 0 when seed is 0. Deterministic:
+ * the same seed gives the same image on every backend. */
+VX_HD float vx_pixel_jitter(unsigned seed, unsigned long long pixel) {
+    if (!seed) return 0.0f;
+    unsigned long long z = vx_mix64(((unsigned long long)seed << 32) ^ (pixel * 0x9E3779B97F4A7C15ull));
+    return (float)(z >> 40) * (1.0f / 16777216.0f);
 }
 
 /* If index-space point p lies in an empty occupancy cell, move *k to the last segment
  * whose midpoint is before the cell's exit (the caller's loop then steps once) and return
- * 1. floor keeps the jump safe: no sample with density is ever skipped. */
+ * 1. floor keeps the jump safe: no sample with density is ever skipped. ts is where the
+ * segment grid starts (vx_segment). */
 VX_HD int vx_occ_skip(const vx_march_params *m, const unsigned char *occ, vx_vec3 oi, vx_vec3 di, vx_vec3 p,
-                      float t0, int n, int *k) {
+                      float ts, int n, int *k) {
     int cx, cy, cz;
     if (VX_LDG(occ + vx_occ_cell(m, p, &cx, &cy, &cz))) return 0;
     float te = vx_occ_exit(m, oi, di, cx, cy, cz);
-    float kf = floorf((te - t0) / m->dt - 0.5f);
+    float kf = floorf((te - ts) / m->dt - 0.5f);
     if (!(kf <= (float)n)) kf = (float)n;
     if ((int)kf - 1 > *k) *k = (int)kf - 1;
     return 1;
@@ -273,21 +287,23 @@ VX_HD void vx_march_no_visit(void *op, const vx_composite *c, const vx_sample *s
 /* Fill an op's function pointers (the C form; unused but harmless in C++). */
 #define VX_MARCH_OP_INIT(op_head, SAMPLE, VISIT) ((op_head)->sample = (SAMPLE), (op_head)->visit = (VISIT))
 
-/* March one world-space ray (origin o, unit direction d); occ may be NULL (no skipping). */
+/* March one world-space ray (origin o, unit direction d); occ may be NULL (no skipping);
+ * u in [0, 1) offsets the samples (vx_pixel_jitter; 0: segment midpoints from the entry). */
 VX_MARCH_TEMPLATE
-VX_HD vx_ray_result vx_march_run(const vx_march_params *m, const unsigned char *occ, vx_vec3 o, vx_vec3 d,
+VX_HD vx_ray_result vx_march_run(const vx_march_params *m, const unsigned char *occ, vx_vec3 o, vx_vec3 d, float u,
                                  VX_MARCH_OP_PTR op) {
     vx_composite c = {{0.0f, 0.0f, 0.0f}, 1.0f, 0.0f, 0};
     float t0, t1;
     vx_vec3 oi = vx_affine_point(m->w2i, o), di = vx_affine_dir(m->w2i, d);
     if (vx_ray_box(m->box_lo, m->box_hi, oi, di, &t0, &t1)) {
-        int n = vx_segment_count(t1 - t0, m->dt, m->max_segments);
+        float ts = u > 0.0f ? t0 - (1.0f - u) * m->dt : t0;
+        int n = vx_segment_count(t1 - ts, m->dt, m->max_segments);
         for (int k = 0; k < n; k++) {
             vx_sample s;
-            vx_segment(m, t0, t1, n, k, &s.ta, &s.tb);
+            vx_segment(m, ts, t0, t1, n, k, &s.ta, &s.tb);
             s.tm = 0.5f * (s.ta + s.tb);
             s.p = vx_add(oi, vx_scale(di, s.tm));
-            if (occ && vx_occ_skip(m, occ, oi, di, s.p, t0, n, &k)) continue;
+            if (occ && vx_occ_skip(m, occ, oi, di, s.p, ts, n, &k)) continue;
             float rgb[3];
             float sigma = VX_MARCH_SAMPLE(op, &s, d, rgb);
             c.samples++;
@@ -303,6 +319,35 @@ VX_HD vx_ray_result vx_march_run(const vx_march_params *m, const unsigned char *
     r.depth = c.depth;
     r.samples = c.samples;
     return r;
+}
+
+/* ---- gradient shading of scalar volumes --------------------------------------------------- */
+
+/* Probe k (0..5) of the gradient around index-space point p: +-1/2 voxel along x, y, z. */
+VX_HD vx_vec3 vx_gradient_probe(vx_vec3 p, int k) {
+    float h = (k & 1) ? -0.5f : 0.5f;
+    return vx_v3(p.x + (k >> 1 == 0 ? h : 0.0f), p.y + (k >> 1 == 1 ? h : 0.0f), p.z + (k >> 1 == 2 ? h : 0.0f));
+}
+
+/* Headlight shading from the six probe values f[k] = value at vx_gradient_probe(p, k): the
+ * index-space gradient (central differences) goes to world space through the transpose of
+ * the world-to-index map, and rgb becomes rgb (0.35 + 0.65 |n.d|) + 0.25 |n.d|^24 (ambient,
+ * two-sided diffuse, white specular with the light at the eye). Where the gradient is weak
+ * against the window (flat regions, noisy normals) the shaded colour fades to the plain one. */
+VX_HD void vx_shade(const vx_march_params *m, const float *f, vx_vec3 d, float *rgb) {
+    float gi[3] = {f[0] - f[1], f[2] - f[3], f[4] - f[5]};
+    const float *w = m->w2i;
+    vx_vec3 gw = vx_v3(w[0] * gi[0] + w[4] * gi[1] + w[8] * gi[2], w[1] * gi[0] + w[5] * gi[1] + w[9] * gi[2],
+                       w[2] * gi[0] + w[6] * gi[1] + w[10] * gi[2]);
+    float len = vx_len(gw), win = m->dec.window_hi - m->dec.window_lo;
+    float strength = sqrtf(gi[0] * gi[0] + gi[1] * gi[1] + gi[2] * gi[2]) / (win > 0.0f ? win : 1.0f);
+    float k = vx_clampf(strength * 50.0f, 0.0f, 1.0f); /* full shading from 2% of the window per voxel */
+    if (!(len > 0.0f) || !(k > 0.0f)) return;
+    float ndl = fabsf(vx_dot(gw, d)) / len, spec = 0.25f * powf(ndl, 24.0f);
+    for (int c = 0; c < 3; c++) {
+        float lit = vx_minf(rgb[c] * (0.35f + 0.65f * ndl) + spec, 1.0f);
+        rgb[c] += k * (lit - rgb[c]);
+    }
 }
 
 /* ---- the CPU ops: dense and sparse float32 storage, any decoder -------------------------- */
@@ -321,8 +366,15 @@ typedef struct vx_grid_op {
 VX_HD float vx_grid_op_sample(void *op, const vx_sample *s, vx_vec3 d, float *rgb) {
     vx_grid_op *g = (vx_grid_op *)op;
     const vx_march_params *m = g->m;
-    vx_trilinear_fetch_grid(g->data, g->sparse, m->nx, m->ny, m->nz, m->nc, s->p, g->raw);
-    return vx_decode(&m->dec, g->raw, d, rgb);
+    vx_trilinear_fetch_grid(g->data, g->sparse, m->nx, m->ny, m->nz, m->nc, m->nc, s->p, g->raw);
+    float sigma = vx_decode(&m->dec, g->raw, d, rgb);
+    if (m->dec.type == VX_DEC_SCALAR && m->dec.shade && sigma > 0.0f) {
+        float f[6];
+        for (int k = 0; k < 6; k++)
+            vx_trilinear_fetch_grid(g->data, g->sparse, m->nx, m->ny, m->nz, m->nc, 1, vx_gradient_probe(s->p, k), f + k);
+        vx_shade(m, f, d, rgb);
+    }
+    return sigma;
 }
 
 VX_HD vx_grid_op vx_grid_op_make(const vx_march_params *m, const float *data, const vx_sparse *sparse) {
@@ -338,7 +390,7 @@ VX_HD vx_grid_op vx_grid_op_make(const vx_march_params *m, const float *data, co
 VX_HD vx_ray_result vx_march(const vx_march_params *m, const float *data, const unsigned char *occ, vx_vec3 o,
                              vx_vec3 d) {
     vx_grid_op g = vx_grid_op_make(m, data, NULL);
-    return vx_march_run(m, occ, o, d, VX_MARCH_OP_OF(&g));
+    return vx_march_run(m, occ, o, d, 0.0f, VX_MARCH_OP_OF(&g));
 }
 
 #endif

@@ -24,9 +24,10 @@ int vx_render_cpu(const vx_volume *v, const vx_camera *c, const vx_render_opts *
         for (int j = 0; j < c->width; j++) {
             vx_vec3 ro, rd;
             vx_camera_ray(c, (float)j + 0.5f, (float)i + 0.5f, &ro, &rd);
-            vx_grid_op op = vx_grid_op_make(&v->mp, v->data, v->sparse);
-            vx_ray_result r = vx_march_run(&v->mp, v->occ, ro, rd, VX_MARCH_OP_OF(&op));
             size_t p = (size_t)i * c->width + j;
+            vx_grid_op op = vx_grid_op_make(&v->mp, v->data, v->sparse);
+            vx_ray_result r = vx_march_run(&v->mp, v->occ, ro, rd, vx_pixel_jitter(v->mp.jitter_seed, p),
+                                           VX_MARCH_OP_OF(&op));
             f->rgb[3 * p] = r.rgb[0];
             f->rgb[3 * p + 1] = r.rgb[1];
             f->rgb[3 * p + 2] = r.rgb[2];

@@ -76,7 +76,7 @@ static int vx__pick(const char *s, const char *const *names, const char *file, c
 
 static int vx__parse_decoder(const cJSON *j, const char *file, vx_scene *s) {
     static const char *keys[] = {"type", "density_activation", "color_activation", "density_scale", "degree",
-                                 "window", "transfer_function", "preset", NULL};
+                                 "window", "transfer_function", "preset", "shading", NULL};
     static const char *types[] = {"rgba", "sh", "scalar", NULL};
     static const char *dacts[] = {"relu", "softplus", "exp", "none", NULL};
     vx_decoder *d = &s->dec;
@@ -132,8 +132,10 @@ static int vx__parse_decoder(const cJSON *j, const char *file, vx_scene *s) {
     const cJSON *win = cJSON_GetObjectItemCaseSensitive(j, "window");
     const cJSON *tf = cJSON_GetObjectItemCaseSensitive(j, "transfer_function");
     const cJSON *preset = cJSON_GetObjectItemCaseSensitive(j, "preset");
-    if (type != VX_DEC_SCALAR && (win || tf || preset))
-        return vx_error("%s: 'window', 'transfer_function' and 'preset' only apply to the scalar decoder", file);
+    const cJSON *shading = cJSON_GetObjectItemCaseSensitive(j, "shading");
+    if (type != VX_DEC_SCALAR && (win || tf || preset || shading))
+        return vx_error("%s: 'window', 'transfer_function', 'preset' and 'shading' only apply to the scalar decoder", file);
+    if (shading && !cJSON_IsBool(shading)) return vx_error("%s: 'decoder.shading' must be true or false", file);
     if (type == VX_DEC_SCALAR) {
         if (tf && preset) return vx_error("%s: give either 'decoder.transfer_function' or 'decoder.preset', not both", file);
         if (s->grid.nc != 1) return vx_error("%s: scalar decoder needs 1 channel but the grid has %d", file, s->grid.nc);
@@ -169,6 +171,7 @@ static int vx__parse_decoder(const cJSON *j, const char *file, vx_scene *s) {
             }
             d->tf_n = n;
         }
+        if (shading) d->shade = cJSON_IsTrue(shading);
     }
     return 0;
 }

@@ -70,6 +70,7 @@ int vx_scalar_decoder_init(vx_decoder *d, const vx_grid *g, const char *preset) 
         d->window_hi = mx > mn ? mx : mn + 1.0f;
     }
     d->density_scale = vx__preset_scale(g);
+    d->shade = 1; /* gradient shading: the surfaces of a scan read as surfaces (march.h vx_shade) */
     return vx_tf_preset(d, preset ? preset : "default");
 }
 

@@ -116,6 +116,7 @@ static int vx__march_params(vx_march_params *m, const vx_scene *s, const vx_rend
     m->max_segments = (int)cap;
     if (!(o->stop >= 0 && o->stop < 1)) return vx_error("--stop %g must be in [0, 1)", o->stop);
     m->stop = o->stop;
+    m->jitter_seed = o->jitter;
     for (int c = 0; c < 3; c++) m->bg[c] = o->has_background ? o->background[c] : s->background[c];
     m->dec = s->dec;
     return 0;

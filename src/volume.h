@@ -23,6 +23,7 @@ typedef struct {
     int no_skip;            /* disable empty-space skipping (tests, benchmarks) */
     int occ_cell;           /* occupancy cell size in voxels (0: default 8) */
     int half;               /* CUDA: store the grid as float16 */
+    unsigned jitter;        /* per-pixel sample offsets from this seed (0: off, midpoints) */
 } vx_render_opts;
 
 void vx_render_opts_default(vx_render_opts *o);

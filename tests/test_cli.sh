@@ -41,6 +41,17 @@ J
 expect 0 "" -- $VOXRAY render "$T/orbs" -o "$T/path/f%d.png" --size 16x16 --path "$T/transforms.json" --backend cpu -q
 [ -s "$T/path/f0.png" ] && [ -s "$T/path/f1.png" ] && ok || bad "path frames missing"
 expect 0 "" -- $VOXRAY render "$T/phantom" -o "$T/p.png" --size 16x16 --azimuth 10 --elevation 5 --distance 5 --preset grey --backend cpu -q
+# gradient shading and jitter: on/off change the image, a bad value is a usage error
+expect 0 "" -- $VOXRAY render "$T/phantom" -o "$T/shade_on.png" --size 24x24 --backend cpu -q
+expect 0 "" -- $VOXRAY render "$T/phantom" -o "$T/shade_off.png" --size 24x24 --backend cpu -q --shading off
+cmp -s "$T/shade_on.png" "$T/shade_off.png" && bad "--shading off changed nothing" || ok
+expect 0 "" -- $VOXRAY render "$T/phantom" -o "$T/jit.png" --size 24x24 --backend cpu -q --jitter 3
+cmp -s "$T/shade_on.png" "$T/jit.png" && bad "--jitter 3 changed nothing" || ok
+expect 0 "" -- $VOXRAY render "$T/phantom" -o "$T/jit2.png" --size 24x24 --backend cpu -q --jitter 3
+cmp -s "$T/jit.png" "$T/jit2.png" && ok || bad "--jitter 3 is not deterministic"
+expect 2 "--shading" -- $VOXRAY render "$T/phantom" -o "$T/x.png" --shading maybe
+expect 2 "--jitter" -- $VOXRAY render "$T/phantom" -o "$T/x.png" --jitter -1
+expect 1 "scalar volumes" -- $VOXRAY render "$T/orbs" -o "$T/x.png" --size 8x8 --backend cpu --shading on
 expect 0 "" -- $VOXRAY render "$T/orbs/grid.npy" -o "$T/npy.png" --size 16x16 --backend cpu -q
 $VOXRAY info "$T/orbs" >"$T/info" 2>&1 && grep -q "24 x 24 x 24" "$T/info" && grep -q "empty:" "$T/info" && ok || bad "info"
 $VOXRAY --version | grep -q "^voxray " && ok || bad "--version"

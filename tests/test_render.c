@@ -442,6 +442,124 @@ static void test_nan_point_is_clamped(void **state) {
     assert_int_equal(vx_index_floor(-1e30f, 7), 0);
 }
 
+/* An op that records where the march samples (constant density 0.01, grey). */
+typedef struct {
+    vx_march_op op;
+    float tm[4096];
+    int n;
+} rec_op;
+
+static float rec_sample(void *op, const vx_sample *s, vx_vec3 d, float *rgb) {
+    (void)d;
+    rec_op *r = op;
+    if (r->n < 4096) r->tm[r->n++] = s->tm;
+    assert_true(s->ta <= s->tm && s->tm <= s->tb);
+    rgb[0] = rgb[1] = rgb[2] = 0.5f;
+    return 0.01f;
+}
+
+/* Jittered segments: the first sample lies in [t0, t0 + u dt], the rest follow every dt,
+ * all inside [t0, t1]; u = 0 gives the midpoints t0 + (k + 1/2) dt; and the per-pixel u is
+ * in [0, 1), deterministic, and differs between neighbouring pixels. */
+static void test_jitter_segments(void **state) {
+    (void)state;
+    vx_march_params m;
+    memset(&m, 0, sizeof m);
+    m.nx = m.ny = m.nz = 8; m.nc = 4;
+    m.w2i[0] = m.w2i[5] = m.w2i[10] = 1.0f;
+    for (int a = 0; a < 3; a++) { m.box_lo[a] = 0; m.box_hi[a] = 7; }
+    m.dt = 0.5f;
+    vx_vec3 o = vx_v3(-1.0f, 3.3f, 2.1f), d = vx_v3(1, 0, 0); /* enters at t0 = 1, leaves at t1 = 8 */
+    for (int trial = 0; trial < 50; trial++) {
+        float u = trial == 0 ? 0.0f : (float)vx_test_rand();
+        rec_op r;
+        r.n = 0;
+        VX_MARCH_OP_INIT(&r.op, rec_sample, vx_march_no_visit);
+        vx_march_run(&m, NULL, o, d, u, &r.op);
+        assert_true(r.n >= 14 && r.n <= 15);
+        if (u == 0.0f) assert_float_equal(r.tm[0], 1.25f, 1e-6);
+        else assert_true(r.tm[0] >= 1.0f && r.tm[0] <= 1.0f + u * 0.5f + 1e-5f);
+        for (int k = 1; k + 2 < r.n; k++) assert_float_equal(r.tm[k + 1] - r.tm[k], 0.5f, 1e-5);
+        assert_true(r.tm[r.n - 1] <= 8.0f);
+    }
+    float u0 = vx_pixel_jitter(7, 100), u1 = vx_pixel_jitter(7, 101);
+    assert_true(u0 >= 0.0f && u0 < 1.0f && u1 >= 0.0f && u1 < 1.0f && u0 != u1);
+    assert_float_equal(vx_pixel_jitter(7, 100), u0, 0.0f);
+    assert_float_equal(vx_pixel_jitter(0, 100), 0.0f, 0.0f);
+}
+
+/* A jittered render still meets the closed form: a constant box's transmittance depends
+ * only on the chord, not on where the segments fall. */
+static void test_box_jittered(void **state) {
+    (void)state;
+    float vals[4] = {1.3f, 0.9f, 0.4f, 0.2f};
+    vx_scene s;
+    make_const_scene(&s, 7, 4, vals);
+    s.dec.type = VX_DEC_RGBA;
+    s.dec.density_scale = 1.0f;
+    double lo[3] = {-1, -0.5, -0.7}, hi[3] = {1, 0.8, 0.9};
+    vx_grid_set_bbox(&s.grid, lo, hi, 1);
+    vx_camera cam;
+    random_camera(&cam, &s, 31, 23);
+    vx_render_opts o;
+    vx_render_opts_default(&o);
+    o.stop = 0.0f;
+    o.jitter = 12345;
+    vx_volume v;
+    vx_frame f;
+    assert_int_equal(vx_volume_prepare(&v, &s, &o), 0);
+    assert_int_equal(vx_frame_alloc(&f, cam.width, cam.height, 0), 0);
+    assert_int_equal(vx_render_cpu(&v, &cam, &o, &f), 0);
+    int hits = 0;
+    for (int i = 0; i < cam.height; i++)
+        for (int j = 0; j < cam.width; j++) {
+            vx_vec3 ro, rd;
+            vx_camera_ray(&cam, j + 0.5f, i + 0.5f, &ro, &rd);
+            double o3[3] = {ro.x, ro.y, ro.z}, d3[3] = {rd.x, rd.y, rd.z};
+            double L = chord(&s.grid, o3, d3), T = exp(-1.3 * L);
+            if (L > 1e-3) hits++;
+            size_t p = (size_t)i * cam.width + j;
+            for (int c = 0; c < 3; c++)
+                if (fabs(f.rgb[3 * p + c] - (vals[1 + c] * (1 - T) + s.background[c] * T)) > 2e-3 + 1.3 * 1e-4)
+                    fail_msg("pixel %d,%d channel %d: %g, closed form %g", j, i, c, f.rgb[3 * p + c],
+                             vals[1 + c] * (1 - T) + s.background[c] * T);
+        }
+    assert_true(hits > 20);
+    vx_frame_free(&f);
+    vx_volume_free(&v);
+    vx_scene_free(&s);
+}
+
+/* Gradient shading: a gradient along index +x seen head-on gets the full diffuse and the
+ * specular term, seen edge-on only the ambient share; a gradient below 2% of the window
+ * per voxel fades to no shading; a zero gradient changes nothing. */
+static void test_shade(void **state) {
+    (void)state;
+    vx_march_params m;
+    memset(&m, 0, sizeof m);
+    m.w2i[0] = m.w2i[5] = m.w2i[10] = 1.0f;
+    m.dec.window_lo = 0.0f;
+    m.dec.window_hi = 1.0f;
+    float f[6] = {0.7f, 0.3f, 0.5f, 0.5f, 0.5f, 0.5f}; /* +x: 0.4 per voxel */
+    float rgb[3] = {0.4f, 0.5f, 0.6f};
+    vx_shade(&m, f, vx_v3(-1, 0, 0), rgb);
+    for (int c = 0; c < 3; c++) assert_float_equal(rgb[c], fminf((0.4f + 0.1f * c) + 0.25f, 1.0f), 1e-6);
+    float side[3] = {0.4f, 0.5f, 0.6f};
+    vx_shade(&m, f, vx_v3(0, 1, 0), side);
+    for (int c = 0; c < 3; c++) assert_float_equal(side[c], (0.4f + 0.1f * c) * 0.35f, 1e-6);
+    float flat[6] = {0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f}, keep[3] = {0.4f, 0.5f, 0.6f};
+    vx_shade(&m, flat, vx_v3(0, 1, 0), keep);
+    for (int c = 0; c < 3; c++) assert_float_equal(keep[c], 0.4f + 0.1f * c, 0.0f);
+    float weak[6] = {0.51f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f}, half_[3] = {0.4f, 0.5f, 0.6f}; /* 1% of the window */
+    vx_shade(&m, weak, vx_v3(0, 1, 0), half_);
+    for (int c = 0; c < 3; c++) assert_float_equal(half_[c], (0.4f + 0.1f * c) * (1.0f - 0.5f * 0.65f), 1e-4);
+    /* the world normal goes through the transpose of world->index: x stretched by 2 */
+    m.w2i[0] = 0.5f;
+    float g2[3] = {0.4f, 0.5f, 0.6f};
+    vx_shade(&m, f, vx_v3(-1, 0, 0), g2);
+    for (int c = 0; c < 3; c++) assert_float_equal(g2[c], fminf((0.4f + 0.1f * c) + 0.25f, 1.0f), 1e-6);
+}
+
 static void test_backend_cpu(void **state) {
     (void)state;
     float vals[4] = {1.0f, 0.5f, 0.25f, 0.75f};
@@ -476,6 +594,8 @@ int main(void) {
         cmocka_unit_test(test_pixel_centres),  cmocka_unit_test(test_skipping_is_exact),
         cmocka_unit_test(test_depth),          cmocka_unit_test(test_backend_cpu),
         cmocka_unit_test(test_ray_bound_huge_spacing), cmocka_unit_test(test_nan_point_is_clamped),
+        cmocka_unit_test(test_jitter_segments), cmocka_unit_test(test_box_jittered),
+        cmocka_unit_test(test_shade),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

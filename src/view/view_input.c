@@ -19,6 +19,8 @@ void vx_view_help_keys(void) {
            "  [ / ]            finer / coarser step\n"
            "  1 2 3 4          colour, depth, opacity, occupancy cells\n"
            "  B                cycle background P                  screenshot (PNG)\n"
+           "  J                jittered samples on/off (noise instead of rings)\n"
+           "  G                gradient shading on/off (scalar volumes)\n"
            "  scalar volumes:  Left/Right move the window, Up/Down widen/narrow it,\n"
            "                   Shift + left drag does both\n"
            "  H                this help        Esc                quit\n");
@@ -79,6 +81,22 @@ static void vx__key(GLFWwindow *w, int key, int scancode, int action, int mods) 
         vx__moved(v);
         return;
     }
+    case GLFW_KEY_J:
+        v->ropts.jitter = v->ropts.jitter ? 0u : 1u;
+        fprintf(stderr, "voxray: jittered samples %s\n", v->ropts.jitter ? "on" : "off");
+        v->params_dirty = 1;
+        vx__moved(v);
+        return;
+    case GLFW_KEY_G:
+        if (!vx__is_scalar(v)) {
+            vx_warn("gradient shading applies to scalar volumes only");
+            return;
+        }
+        v->scene.dec.shade = !v->scene.dec.shade;
+        fprintf(stderr, "voxray: gradient shading %s\n", v->scene.dec.shade ? "on" : "off");
+        v->params_dirty = 1;
+        vx__moved(v);
+        return;
     default: break;
     }
     if (key >= GLFW_KEY_1 && key <= GLFW_KEY_4) { v->mode = key - GLFW_KEY_1; vx__moved(v); return; }

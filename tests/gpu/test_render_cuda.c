@@ -32,16 +32,18 @@ static void look_at(vx_camera *c, const float eye[3], const float tgt[3], float 
     c->focal = 0.5f * w / tanf(0.5f * c->fov_x);
 }
 
-/* The CPU reference frame: vx_march for every pixel, exactly as render_cpu.c. */
-static void render_ref(const vx_march_params *m, const float *data, const unsigned char *occ,
-                       const vx_camera *c, vx_frame *f) {
+/* The CPU reference frame: vx_march_run with the CPU op for every pixel, exactly as
+ * render_cpu.c (per-pixel jitter, dense or sparse storage). */
+static void render_ref(const vx_march_params *m, const float *data, const vx_sparse *sparse,
+                       const unsigned char *occ, const vx_camera *c, vx_frame *f) {
     f->samples = 0;
     for (int i = 0; i < c->height; i++)
         for (int j = 0; j < c->width; j++) {
             vx_vec3 o, d;
             vx_camera_ray(c, (float)j + 0.5f, (float)i + 0.5f, &o, &d);
-            vx_ray_result r = vx_march(m, data, occ, o, d);
             size_t p = (size_t)i * c->width + j;
+            vx_grid_op op = vx_grid_op_make(m, data, sparse);
+            vx_ray_result r = vx_march_run(m, occ, o, d, vx_pixel_jitter(m->jitter_seed, p), VX_MARCH_OP_OF(&op));
             for (int k = 0; k < 3; k++) f->rgb[3 * p + k] = r.rgb[k];
             f->alpha[p] = 1.0f - r.trans;
             f->depth[p] = r.depth;
@@ -134,7 +136,7 @@ static void check_volume(const char *what, const vx_march_params *m, const vx_gr
     OK(vx_frame_alloc(&got, cam->width, cam->height, 1));
     OK(vx_frame_alloc(&ref, cam->width, cam->height, 1));
     OK(vx_render_cuda(cv, cam, &got));
-    render_ref(m, hg.data, occ, cam, &ref);
+    render_ref(m, hg.data, hg.sparse, occ, cam, &ref);
     compare_frames(what, &got, &ref);
     /* same samples, give or take rounding at cell boundaries */
     assert_true(llabs(got.samples - ref.samples) <= 1 + ref.samples / 1000);
@@ -272,6 +274,7 @@ static void test_random_decoders(void **state) {
         dec.color_act = cases[t].cact;
         dec.density_scale = 4.0f;
         if (dec.type == VX_DEC_SCALAR) {
+            dec.shade = 1; /* gradient shading: six more fetches per sample on both sides */
             dec.window_lo = 0.0f;
             dec.window_hi = 0.5f;
             float tf[4][5] = {{0, 0, 0, 0, 0}, {0.2f, 1, 0.3f, 0.1f, 0}, {0.5f, 0.2f, 0.9f, 0.4f, 2.0f}, {1, 1, 1, 1, 5.0f}};
@@ -284,6 +287,7 @@ static void test_random_decoders(void **state) {
                 params(&m, nx, ny, nz, cases[t].nc, w2i, frand(0.02f, 0.05f), skip ? (half ? 4 : 8) : 0);
                 m.dec = dec;
                 m.stop = skip ? 1e-3f : 0.0f;
+                m.jitter_seed = half ? 0u : 1u + (unsigned)t; /* per-pixel offsets on the f32 runs */
                 vx_camera cam;
                 vx_vec3 dir = vx_norm(vx_v3(frand(-1, 1), frand(0.2f, 1), frand(-1, 1)));
                 float eye[3] = {ctr[0] + 2.2f * rad * dir.x, ctr[1] + 2.2f * rad * dir.y, ctr[2] + 2.2f * rad * dir.z};
