@@ -43,9 +43,9 @@ template <int DEC, int DEG> struct vx_dec_traits {
  * float32 or float16. */
 template <typename T> struct vx_dense_store {
     const T *data;
-    int nx, ny, nc;
+    size_t sy, sz, nc;        /* element strides of y, z and x (= channels) */
     __device__ __forceinline__ const T *voxel(int x, int y, int z) const {
-        return data + (((size_t)z * ny + y) * nx + x) * (size_t)nc;
+        return data + (size_t)z * sz + (size_t)y * sy + (size_t)x * nc;
     }
 };
 template <typename T> struct vx_sparse_store {
@@ -193,7 +193,8 @@ template <typename T> static int vx__launch_typed(const vx_cuda_volume *cv, cons
                                  {cv->bn[0], cv->bn[1], cv->bn[2]}, m.nc};
         return vx__launch_render(cv, st, c, depth);
     }
-    vx_dense_store<T> st = {(const T *)cv->d_grid, m.nx, m.ny, m.nc};
+    size_t sy = (size_t)m.nx * m.nc;
+    vx_dense_store<T> st = {(const T *)cv->d_grid, sy, sy * m.ny, (size_t)m.nc};
     return vx__launch_render(cv, st, c, depth);
 }
 

@@ -148,13 +148,17 @@ VX_HD void vx_march_set_occ(vx_march_params *m, int b, const int n[3]) {
 /* Occupancy cell holding index-space point p (clamped into the grid): a shift when the
  * cell size is a power of two, else a division; the same integers either way. */
 VX_HD int vx_occ_cell(const vx_march_params *m, vx_vec3 p, int *cx, int *cy, int *cz) {
-    int i[3] = {vx_index_floor(p.x, m->nx), vx_index_floor(p.y, m->ny), vx_index_floor(p.z, m->nz)};
-    for (int a = 0; a < 3; a++) {
-        i[a] = m->occ_shift1 > 0 ? i[a] >> (m->occ_shift1 - 1) : i[a] / m->occ_b;
-        i[a] = vx_mini(i[a], m->occ_n[a] - 1);
+    int ix = vx_index_floor(p.x, m->nx), iy = vx_index_floor(p.y, m->ny), iz = vx_index_floor(p.z, m->nz);
+    if (m->occ_shift1 > 0) { /* one branch for all three axes: never a division per sample */
+        int s = m->occ_shift1 - 1;
+        ix >>= s; iy >>= s; iz >>= s;
+    } else {
+        ix /= m->occ_b; iy /= m->occ_b; iz /= m->occ_b;
     }
-    *cx = i[0]; *cy = i[1]; *cz = i[2];
-    return (i[2] * m->occ_n[1] + i[1]) * m->occ_n[0] + i[0];
+    *cx = vx_mini(ix, m->occ_n[0] - 1);
+    *cy = vx_mini(iy, m->occ_n[1] - 1);
+    *cz = vx_mini(iz, m->occ_n[2] - 1);
+    return (*cz * m->occ_n[1] + *cy) * m->occ_n[0] + *cx;
 }
 
 /* World t at which the ray (index space) leaves occupancy cell (cx, cy, cz). */
