@@ -68,6 +68,8 @@ const char *vx_cli_common_help(void) {
            "                          int16 uint32 int32 float32 float64)\n"
            "  --spacing sx,sy,sz      voxel spacing for --raw and files without one (.den)\n"
            "  --volume N              which volume of a 4-D file (default 0)\n"
+           "  --allow-outside-data    read a detached header's data file even when it lies\n"
+           "                          outside the header's directory\n"
            "Decoder:\n"
            "  --density-scale S       multiply density\n"
            "  --preset NAME           transfer function for scalar volumes\n"
@@ -102,6 +104,7 @@ int vx_cli_parse_common(vx_cli_common *c, int *i, int argc, char **argv) {
     double d;
     if (!strcmp(a, "--half")) { c->ropts.half = 1; return 1; }
     if (!strcmp(a, "--no-skip")) { c->ropts.no_skip = 1; return 1; }
+    if (!strcmp(a, "--allow-outside-data")) { c->load.allow_outside_data = 1; return 1; }
 #define VX_FLAG(name) (v = vx__value(name, i, argc, argv, &m), m)
     if (VX_FLAG("--size")) return v && !vx_parse_size("--size", v, &c->width, &c->height) ? 1 : -1;
     if (VX_FLAG("--eye")) { c->has_eye = 1; return v && !vx_parse_vec3("--eye", v, c->eye) ? 1 : -1; }

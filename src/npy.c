@@ -151,8 +151,8 @@ int vx_npy_load_buffer(const unsigned char *buf, size_t len, const char *what, v
 int vx_npy_load_grid(const char *path, vx_grid *g) {
     memset(g, 0, sizeof *g);
     /* read the header first, then check the file size before reading the payload */
-    FILE *f = fopen(path, "rb");
-    if (!f) return vx_error("%s: cannot open: %s", path, strerror(errno));
+    FILE *f = vx_fopen_read(path);
+    if (!f) return -1;
     unsigned char head[65536 + 16];
     size_t got = fread(head, 1, sizeof head, f);
     if (fseek(f, 0, SEEK_END) != 0) { fclose(f); return vx_error("%s: cannot seek", path); }

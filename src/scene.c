@@ -204,8 +204,8 @@ static int vx__parse_manifest(const char *file, const vx_load_opts *o, vx_scene 
     vx_dirname(file, dir, sizeof dir);
     vx_path_join(dir, str, gpath, sizeof gpath);
     {
-        FILE *probe = fopen(gpath, "rb");
-        if (!probe) { vx_error("%s: 'grid' names %s, which cannot be opened", file, gpath); goto done; }
+        FILE *probe = vx_fopen_read(gpath);
+        if (!probe) { char m2[1024]; snprintf(m2, sizeof m2, "%s", vx_errmsg()); vx_error("%s: 'grid': %s", file, m2); goto done; }
         fclose(probe);
     }
     int has_dec;

@@ -16,6 +16,7 @@ typedef struct {
     double spacing[3];      /* --spacing for raw files (0: 1) */
     int volume_index;       /* 4-D files: which volume (default 0) */
     const char *preset;     /* transfer-function preset to use instead of the default */
+    int allow_outside_data; /* detached data may lie outside the header's directory */
 } vx_load_opts;
 
 typedef struct {

@@ -2,8 +2,10 @@
  * used by every host module (see vx_common.h). */
 #include "vx_common.h"
 #include "vx_math.h"
+#include "outputs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -60,15 +62,38 @@ int vx_mul_size4(size_t a, size_t b, size_t c, size_t d, size_t *out) {
     return 0;
 }
 
+FILE *vx_fopen_read(const char *path) {
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) { vx_error("%s: cannot open: %s", path, strerror(errno)); return NULL; }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        vx_error("%s: not a regular file", path);
+        return NULL;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    FILE *f = fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0 ? NULL : fdopen(fd, "rb");
+    if (!f) { vx_error("%s: cannot open: %s", path, strerror(errno)); close(fd); }
+    return f;
+}
+
+int vx_check_regular(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) return vx_error("%s: cannot open: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) return vx_error("%s: not a regular file", path);
+    return 0;
+}
+
 int vx_read_file(const char *path, size_t max_bytes, unsigned char **data, size_t *len) {
     *data = NULL;
     *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return vx_error("%s: cannot open: %s", path, strerror(errno));
+    FILE *f = vx_fopen_read(path);
+    if (!f) return -1;
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fileno(f), &st) != 0) {
         fclose(f);
-        return vx_error("%s: not a regular file", path);
+        return vx_error("%s: cannot stat: %s", path, strerror(errno));
     }
     if ((unsigned long long)st.st_size > max_bytes) {
         fclose(f);
@@ -79,9 +104,10 @@ int vx_read_file(const char *path, size_t max_bytes, unsigned char **data, size_
     unsigned char *buf = vx_malloc(n + 1, path);
     if (!buf) { fclose(f); return -1; }
     if (n && fread(buf, 1, n, f) != n) {
+        int e = ferror(f) ? errno : 0;
         free(buf);
         fclose(f);
-        return vx_error("%s: read failed", path);
+        return vx_error("%s: read failed: %s", path, e ? strerror(e) : "file is shorter than its size");
     }
     fclose(f);
     buf[n] = 0;
@@ -92,10 +118,13 @@ int vx_read_file(const char *path, size_t max_bytes, unsigned char **data, size_
 
 void vx_temp_name(const char *path, char *buf, size_t cap) {
     snprintf(buf, cap, "%s.tmp.%ld", path, (long)getpid());
+    vx_outputs_track(buf);
 }
 
 int vx_commit_temp(const char *tmp, const char *path, int ok) {
-    if (!ok) { remove(tmp); return -1; }
+    if (!ok) { remove(tmp); vx_outputs_untrack(tmp); return -1; }
+    if (vx_outputs_defer(tmp, path)) return 0;
+    vx_outputs_untrack(tmp);
     if (rename(tmp, path) != 0) {
         int e = errno;
         remove(tmp);

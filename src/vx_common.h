@@ -35,6 +35,12 @@ void *vx_calloc(size_t n, size_t size, const char *what);
 int vx_mul_size(size_t a, size_t b, size_t *out);
 int vx_mul_size4(size_t a, size_t b, size_t c, size_t d, size_t *out);
 
+/* fopen(path, "rb") that refuses anything but a regular file without blocking (a FIFO
+ * would wait forever for a writer). NULL with vx_error set naming the path. */
+FILE *vx_fopen_read(const char *path);
+/* 0 if path is a regular file, else -1 with vx_error set (for libraries that open it). */
+int vx_check_regular(const char *path);
+
 /* Read a whole file into a malloc'd buffer (NUL-terminated for text use).
  * max_bytes caps the size; errors name the path. */
 int vx_read_file(const char *path, size_t max_bytes, unsigned char **data, size_t *len);

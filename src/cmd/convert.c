@@ -15,7 +15,7 @@
 
 static const char *vx__usage =
     "usage: voxray convert IN OUTDIR [--raw X,Y,Z,dtype[,endian]] [--spacing sx,sy,sz]\n"
-    "                      [--volume N] [--preset NAME] [--half]\n"
+    "                      [--volume N] [--preset NAME] [--half] [--allow-outside-data]\n"
     "Writes OUTDIR/grid.npy and OUTDIR/scene.json (open it with `voxray render OUTDIR`).\n";
 
 static const char *vx__dact_name(int a) {
@@ -118,6 +118,7 @@ int vx_cmd_convert(int argc, char **argv) {
             }
         } else if (!strcmp(a, "--preset")) preset = lo.preset = argv[++i];
         else if (!strcmp(a, "--half")) half = 1;
+        else if (!strcmp(a, "--allow-outside-data")) lo.allow_outside_data = 1;
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(vx__usage, stdout); return 0; }
         else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "voxray convert: unknown flag %s\n%s", a, vx__usage);

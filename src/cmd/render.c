@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "image.h"
 #include "npy.h"
+#include "outputs.h"
 #include "vx_common.h"
 
 static void vx__render_help(void) {
@@ -51,6 +52,18 @@ static void vx__frame_name(const char *pattern, int multi, int k, char *out, siz
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
     snprintf(out, cap, pattern, k);
 #pragma GCC diagnostic pop
+}
+
+/* The four output names of frame k (NULL where not asked for); errors on names too long. */
+static int vx__frame_outputs(const char *const *pat, int multi, int k, char names[4][4096], const char *out[4]) {
+    for (int i = 0; i < 4; i++) {
+        out[i] = NULL;
+        if (!pat[i]) continue;
+        vx__frame_name(pat[i], multi, k, names[i], sizeof names[i]);
+        if (strlen(names[i]) >= sizeof names[i] - 1) return vx_error("%s: output name is too long", pat[i]);
+        out[i] = names[i];
+    }
+    return 0;
 }
 
 /* Camera of frame k: the NeRF path, the turntable orbit, or the flags. */
@@ -139,6 +152,11 @@ int vx_cmd_render(int argc, char **argv) {
         c.ropts.background[0] = c.ropts.background[1] = c.ropts.background[2] = 0.0f;
     }
     c.ropts.want_depth = depth_out[0] != NULL;
+    const char *ins[5] = {c.scene_path, s.path, s.grid.source, path_file, NULL};
+    char names[4][4096];
+    const char *frame_outs[4];
+    if (vx__frame_outputs(outs, multi, 0, names, frame_outs) ||
+        vx_outputs_prepare(frame_outs, flags, 4, ins, 4, 1)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
     vx_camera cam;
     if (vx__frame_camera(&c, &s, &camp, turntable, 0, &cam)) { /* check before any work */
         fprintf(stderr, "voxray: %s%s%s\n", path_file ? path_file : "", path_file ? ": frame 0: " : "", vx_errmsg());
@@ -157,22 +175,21 @@ int vx_cmd_render(int argc, char **argv) {
             fprintf(stderr, "voxray: %s%sframe %d: %s\n", path_file ? path_file : "", path_file ? ": " : "", k, vx_errmsg());
             goto done;
         }
+        if (k > 0 && (vx__frame_outputs(outs, multi, k, names, frame_outs) ||
+                      vx_outputs_prepare(frame_outs, flags, 4, ins, 4, 0))) {
+            fprintf(stderr, "voxray: %s\n", vx_errmsg());
+            goto done;
+        }
         double t0 = vx_now();
         if (vx_renderer_render(r, &cam, &f)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
         double ms = (vx_now() - t0) * 1e3;
-        char name[4096];
-        vx__frame_name(out, multi, k, name, sizeof name);
-        if (vx_mkdirs_for(name) || vx_image_write_png(name, &f, transparent)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
-        for (int d = 0; d < ndepth; d++) {
-            char dn[4096];
-            vx__frame_name(depth_out[d], multi, k, dn, sizeof dn);
-            if (vx_mkdirs_for(dn) || vx__write_map(dn, f.depth, f.alpha, f.width, f.height, 1)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
-        }
-        if (opacity_out) {
-            char on[4096];
-            vx__frame_name(opacity_out, multi, k, on, sizeof on);
-            if (vx_mkdirs_for(on) || vx__write_map(on, f.alpha, f.alpha, f.width, f.height, 0)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
-        }
+        const char *name = frame_outs[0];
+        /* all of this frame's files are written, then all renamed: never a partial set */
+        vx_outputs_stage_begin();
+        int wok = !vx_image_write_png(name, &f, transparent);
+        for (int d = 0; wok && d < ndepth; d++) wok = !vx__write_map(frame_outs[1 + d], f.depth, f.alpha, f.width, f.height, 1);
+        if (wok && opacity_out) wok = !vx__write_map(frame_outs[3], f.alpha, f.alpha, f.width, f.height, 0);
+        if (vx_outputs_stage_end(wok)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
         samples_all += (double)f.samples;
         rays_all += (double)f.width * f.height;
         double spr = (double)f.samples / ((double)f.width * f.height);

@@ -88,6 +88,7 @@ int vx_format_load(const char *path, const vx_load_opts *opts, vx_grid *g, vx_de
     }
     vx_vol_info v;
     if (vx__info(kind, path, opts, &v) != 0) return -1;
+    v.allow_outside = opts && opts->allow_outside_data;
     if (vx_vol_read(&v, opts ? opts->volume_index : 0, g) != 0) return -1;
     snprintf(g->source, sizeof g->source, "%s", path);
     return 0;
