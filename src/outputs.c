@@ -114,7 +114,7 @@ static int vx__check_dir(const char *flag, const char *path) {
                 return vx_error("%s %s: cannot create the output directory: %s is not a directory", flag, path, dir);
             return 0;
         }
-        if (errno != ENOENT) return vx_error("%s %s: %s: %s", flag, path, dir, strerror(errno));
+        if (errno != ENOENT && errno != ENOTDIR) return vx_error("%s %s: %s: %s", flag, path, dir, strerror(errno));
         char up[VX_PATH_MAX];
         vx_dirname(dir, up, sizeof up);
         if (!strcmp(up, dir)) return 0;
