@@ -187,6 +187,7 @@ static int vx__parse_manifest(const char *file, const vx_load_opts *o, vx_scene 
     unsigned char *text;
     size_t len;
     if (vx_read_file(file, 16u << 20, &text, &len)) return -1;
+    if (vx_json_refuse_nul((const char *)text, len, file)) { free(text); return -1; }
     cJSON *root = cJSON_ParseWithLength((const char *)text, len);
     long bad_at = root || !cJSON_GetErrorPtr() ? -1L : (long)(cJSON_GetErrorPtr() - (const char *)text);
     free(text);
@@ -202,7 +203,7 @@ static int vx__parse_manifest(const char *file, const vx_load_opts *o, vx_scene 
     if (vx__str(v, file, "grid", &str)) goto done;
     char dir[1024], gpath[2048];
     vx_dirname(file, dir, sizeof dir);
-    vx_path_join(dir, str, gpath, sizeof gpath);
+    if (vx_path_join(dir, str, gpath, sizeof gpath)) goto done;
     {
         FILE *probe = vx_fopen_read(gpath);
         if (!probe) { char m2[1024]; snprintf(m2, sizeof m2, "%s", vx_errmsg()); vx_error("%s: 'grid': %s", file, m2); goto done; }
@@ -314,6 +315,8 @@ int vx_scene_load(const char *path, const vx_load_opts *opts, vx_scene *s) {
     s->up[1] = 1.0;
     s->fov_deg = 40.0;
     char file[1000];
+    if (strlen(path) > sizeof file - sizeof "/scene.json")
+        return vx_error("%.80s...: path is longer than %zu bytes", path, sizeof file - sizeof "/scene.json");
     if (vx__is_dir(path)) snprintf(file, sizeof file, "%s/scene.json", path);
     else snprintf(file, sizeof file, "%s", path);
     snprintf(s->path, sizeof s->path, "%s", file);

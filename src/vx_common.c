@@ -193,9 +193,22 @@ void vx_dirname(const char *path, char *buf, size_t cap) {
     buf[n] = 0;
 }
 
-void vx_path_join(const char *dir, const char *name, char *buf, size_t cap) {
-    if (name[0] == '/' || !dir || !dir[0] || strcmp(dir, ".") == 0) snprintf(buf, cap, "%s", name);
-    else snprintf(buf, cap, "%s/%s", dir, name);
+int vx_path_join(const char *dir, const char *name, char *buf, size_t cap) {
+    int n;
+    if (name[0] == '/' || !dir || !dir[0] || strcmp(dir, ".") == 0) n = snprintf(buf, cap, "%s", name);
+    else n = snprintf(buf, cap, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= cap) return vx_error("%s/%s: path is longer than %zu bytes", dir ? dir : "", name, cap - 1);
+    return 0;
+}
+
+int vx_json_refuse_nul(const char *text, size_t len, const char *file) {
+    for (size_t i = 0; i + 6 <= len; i++) {
+        if (text[i] != '\\') continue;
+        if (text[i + 1] == 'u' && !strncmp(text + i + 2, "0000", 4))
+            return vx_error("%s: a JSON string holds \\u0000, which voxray does not accept", file);
+        i++; /* skip the escaped character (an escaped backslash before u0000 is text, not a NUL) */
+    }
+    return 0;
 }
 
 int vx_mkdirs_for(const char *file_path) {

@@ -68,7 +68,12 @@ uint16_t vx_float_to_half(float f);
 
 /* Directory of a path ("." if none) into buf; join dir + relative name. */
 void vx_dirname(const char *path, char *buf, size_t cap);
-void vx_path_join(const char *dir, const char *name, char *buf, size_t cap);
+/* vx_path_join returns 0, or -1 (vx_error set) when the result does not fit in cap. */
+int vx_path_join(const char *dir, const char *name, char *buf, size_t cap);
+
+/* -1 with vx_error naming `file` when JSON text holds a \u0000 escape (C strings would
+ * stop there, so a name would be silently cut); 0 otherwise. */
+int vx_json_refuse_nul(const char *text, size_t len, const char *file);
 
 /* mkdir -p for the directory part of a file path pattern. */
 int vx_mkdirs_for(const char *file_path);

@@ -70,6 +70,51 @@ head -c 8 /etc/passwd >"$T/in.raw"
 printf 'NRRD0004\ntype: uint8\ndimension: 3\nsizes: 2 2 2\nencoding: raw\ndata file: ./in.raw\n' >"$T/in.nhdr"
 expect 0 "" -- $VOXRAY render "$T/in.nhdr" -o "$T/p2.png" $R
 
+# ---- 1, 5, 6: placement that overflows float, lenient or overflowing header fields -------
+nrrd() { # nrrd FILE DIMENSION EXTRA-LINES: a 4^3 uint8 NRRD with the payload attached
+    printf 'NRRD0004\ntype: uint8\ndimension: %s\nsizes: 4 4 4\nencoding: raw\n%b\n\n' "$2" "$3" >"$1"
+    head -c 64 /dev/zero >>"$1"
+}
+nrrd "$T/huge.nrrd" 3 'spacings: 1e38 1e38 1e38'
+expect 1 "placement" -- $VOXRAY render "$T/huge.nrrd" -o "$T/h.png" $R
+expect 1 "placement" -- $VOXRAY render "$T/huge.nrrd" -o "$T/h.png" $R --no-skip
+nrrd "$T/far.nrrd" 3 'spacings: 1e30 1e30 1e30\nspace origin: (-2e30,-2e30,-2e30)'
+expect 1 "placement" -- $VOXRAY render "$T/far.nrrd" -o "$T/h.png" $R --eye 0,0,0 --target 1,1,1
+nrrd "$T/dim.nrrd" 4294967299 'spacings: 1 1 1'
+expect 1 "dimension" -- $VOXRAY render "$T/dim.nrrd" -o "$T/h.png" $R
+nrrd "$T/nan.nrrd" 3 'spacings: nan 1 1'
+expect 1 "spacings" -- $VOXRAY render "$T/nan.nrrd" -o "$T/h.png" $R
+nrrd "$T/inf.nrrd" 3 'spacings: 1 inf 1'
+expect 1 "spacings" -- $VOXRAY render "$T/inf.nrrd" -o "$T/h.png" $R
+nrrd "$T/skip.nrrd" 3 'byte skip: 9223372036854775807'
+expect 1 "byte skip" -- $VOXRAY render "$T/skip.nrrd" -o "$T/h.png" $R
+printf 'ObjectType = Image\nNDims = 3\nDimSize = 2 2 2\nElementNumberOfChannels = 4294967297\nElementType = MET_UCHAR\nElementDataFile = LOCAL\n12345678' >"$T/ch.mha"
+expect 1 "ElementNumberOfChannels" -- $VOXRAY render "$T/ch.mha" -o "$T/h.png" $R
+printf '{"grid": "grid.npy\\u0000.png"}' >"$T/orbs/nul.json"
+expect 1 "u0000" -- $VOXRAY render "$T/orbs/nul.json" -o "$T/h.png" $R
+printf 'NRRD0004\ntype: uint8\ndimension: 3\nsizes: 2 2 2\nencoding: raw\ndata file: /dev/zero\n' >"$T/zero.nhdr"
+expect 1 "not a regular file" -- $VOXRAY render "$T/zero.nhdr" -o "$T/h.png" $R --allow-outside-data
+grep -q "Success" "$T/err" && bad "stale errno in: $(cat "$T/err")" || ok
+long=$(printf 'd%.0s' $(seq 1 1100))
+expect 1 "longer than" -- $VOXRAY render "$T/$long.json" -o "$T/h.png" $R
+cat >"$T/degenerate.json" <<'J'
+{"camera_angle_x": 0.69, "frames": [{"file_path": "./r_0", "transform_matrix": [[0,0,0,0],[0,0,0,0],[0,0,0,4],[0,0,0,1]]}]}
+J
+expect 1 "degenerate" -- $VOXRAY render "$T/orbs" -o "$T/c%d.png" --path "$T/degenerate.json" $R
+cat >"$T/huge_cam.json" <<'J'
+{"camera_angle_x": 0.69, "frames": [{"file_path": "./r_0", "transform_matrix": [[1e300,0,0,0],[0,1,0,0],[0,0,1,4],[0,0,0,1]]}]}
+J
+expect 1 "camera matrix" -- $VOXRAY render "$T/orbs" -o "$T/c%d.png" --path "$T/huge_cam.json" $R
+ls "$T" | grep -q '^[hc][0-9]*\.png' && bad "a failed render left an image" || ok
+
+# ---- convert: reads what render reads, keeps the direct render's look --------------------
+expect 0 "" -- $VOXRAY convert "$T/orbs/grid.npy" "$T/conv_npy"
+nrrd "$T/vol.nrrd" 3 'spacings: 1 1 2'
+expect 0 "" -- $VOXRAY convert "$T/vol.nrrd" "$T/conv"
+expect 0 "" -- $VOXRAY render "$T/vol.nrrd" -o "$T/direct.png" $R
+expect 0 "" -- $VOXRAY render "$T/conv" -o "$T/converted.png" $R
+cmp -s "$T/direct.png" "$T/converted.png" && ok || bad "convert changed the look of the render"
+
 ls "$T" | grep -q 'tmp\.' && bad "temporary files left behind: $(ls "$T" | grep 'tmp\.')" || ok
 rm -rf "$T"
 echo "harden: $pass passed, $fail failed"

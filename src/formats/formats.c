@@ -80,6 +80,8 @@ static int vx__info(int kind, const char *path, const vx_load_opts *opts, vx_vol
 int vx_format_load(const char *path, const vx_load_opts *opts, vx_grid *g, vx_decoder *dec,
                    int *has_decoder) {
     *has_decoder = 0;
+    if (strlen(path) >= sizeof ((vx_vol_info *)0)->path)
+        return vx_error("%.80s...: path is longer than %zu bytes", path, sizeof ((vx_vol_info *)0)->path - 1);
     int kind = vx__kind(path, opts);
     if (kind == VX_FMT_NPZ) {
         if (vx_plenoxels_load(path, g, dec) != 0) return -1;

@@ -132,10 +132,10 @@ static int vx__facts(zip_t *z, const char *path, vx_plenoxels_facts *p) {
         free(b);
         if (vx__vector(z, path, "basis_type.npy", 1, &bt) != 0) return -1;
     }
-    p->basis_type = (int)bt;
-    if (p->basis_type != 1)
+    if (bt != 1) /* compared as a double: a huge value must not reach an int cast */
         return vx_error("%s: member basis_type.npy: %g (only 1 = spherical harmonics is supported; "
                         "3-D texture and MLP bases are not)", path, bt);
+    p->basis_type = 1;
     return 0;
 }
 

@@ -51,6 +51,9 @@ int vx_vol_check(const vx_vol_info *v) {
                         VX_MAX_GRID_BYTES);
     if (v->data_offset < 0 || v->gz_skip < 0 || v->comp_size < 0)
         return vx_error("%s: negative data offset", v->path);
+    if (v->data_offset > LLONG_MAX / 4 || v->gz_skip > LLONG_MAX / 4 || v->comp_size > LLONG_MAX / 4)
+        return vx_error("%s: data offset %lld / skip %lld is beyond any file", v->path,
+                        v->data_offset, v->gz_skip);
     for (int i = 0; i < 12; i++)
         if (!isfinite(v->i2w[i]))
             return vx_error("%s: %s placement (spacing/directions/origin) is not finite", v->path,
@@ -111,6 +114,16 @@ char *vx_fmt_trim(char *s) {
     while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
         s[--n] = 0;
     return s;
+}
+
+int vx_fmt_int(const char *s, long long lo, long long hi, long long *out) {
+    char *end;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    while (isspace((unsigned char)*end)) end++;
+    if (end == s || *end || errno == ERANGE || x < lo || x > hi) return -1;
+    *out = x;
+    return 0;
 }
 
 int vx_fmt_doubles(const char *s, double *out, int max) {

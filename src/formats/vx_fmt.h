@@ -69,6 +69,9 @@ int vx_fmt_dtype_from_name(const char *s);
 int vx_fmt_has_ext(const char *path, const char *ext);
 /* Trim spaces in place; returns the trimmed start. */
 char *vx_fmt_trim(char *s);
+/* The whole of s (spaces around allowed) as an integer in [lo, hi] into *out; 0, or -1
+ * when it is not an integer or is out of range (no wrapping: 4294967299 is not 3). */
+int vx_fmt_int(const char *s, long long lo, long long hi, long long *out);
 /* Whitespace-separated numbers (strtod: "nan" allowed) into out; count, or -1 when
  * an entry is not a number or there are more than max. */
 int vx_fmt_doubles(const char *s, double *out, int max);
