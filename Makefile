@@ -31,6 +31,17 @@ OPT      := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-san
 LDLIBS   += -fsanitize=address,undefined
 endif
 
+# SAN=clang: clang's ASan + UBSan with float-cast-overflow (gcc's UBSan does not catch
+# float-to-int overflow), every finding fatal, in build-clang-san/. CPU only.
+ifeq ($(SAN),clang)
+CC       := clang
+BUILD    := build-clang-san
+NO_CUDA  := 1
+CLANG_SAN := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all
+OPT      := -O1 -g -fno-omit-frame-pointer $(CLANG_SAN)
+LDLIBS   += $(CLANG_SAN)
+endif
+
 # ---- CUDA -------------------------------------------------------------------------------
 NVCC ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/cuda/bin/nvcc))
 ifeq ($(NO_CUDA),1)

@@ -46,6 +46,9 @@ void vx_grid_world_bounds(const vx_grid *g, double lo[3], double hi[3]);
 #define VX_MIN_SPACING 1e-9
 #define VX_MAX_SPACING 1e9
 #define VX_MAX_WORLD 1e12
+/* Largest magnitude of a stored grid value the scene loader accepts (interpolation,
+ * density scaling and SH sums of larger ones overflow float). */
+#define VX_MAX_GRID_VALUE 1e30f
 
 /* World -> index affine (row-major 3x4). Fails on a singular or non-finite placement, or
  * one outside the limits above. */

@@ -362,9 +362,10 @@ int vx_scene_load(const char *path, const vx_load_opts *opts, vx_scene *s) {
     if (!rc) {
         size_t n = vx_grid_count(&s->grid);
         for (size_t i = 0; i < n; i++)
-            if (!isfinite(s->grid.data[i])) {
-                rc = vx_error("%s: grid value %zu (voxel %zu, channel %zu) is not finite", s->grid.source, i,
-                              i / (size_t)s->grid.nc, i % (size_t)s->grid.nc);
+            if (!(fabsf(s->grid.data[i]) <= VX_MAX_GRID_VALUE)) { /* also NaN */
+                rc = vx_error("%s: grid value %zu (voxel %zu, channel %zu) is %g; values must be finite and "
+                              "within +-%g (sums of larger ones overflow float)", s->grid.source, i,
+                              i / (size_t)s->grid.nc, i % (size_t)s->grid.nc, s->grid.data[i], VX_MAX_GRID_VALUE);
                 break;
             }
     }

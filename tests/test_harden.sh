@@ -95,6 +95,15 @@ expect 1 "u0000" -- $VOXRAY render "$T/orbs/nul.json" -o "$T/h.png" $R
 printf 'NRRD0004\ntype: uint8\ndimension: 3\nsizes: 2 2 2\nencoding: raw\ndata file: /dev/zero\n' >"$T/zero.nhdr"
 expect 1 "not a regular file" -- $VOXRAY render "$T/zero.nhdr" -o "$T/h.png" $R --allow-outside-data
 grep -q "Success" "$T/err" && bad "stale errno in: $(cat "$T/err")" || ok
+python3 - "$T" <<'PY' || bad "python3 for the +-3e38 grid"
+import struct, sys
+hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 4, 4, 4), }"
+hdr += " " * (64 - 10 - len(hdr) - 1) + "\n"
+vals = [3e38 if i % 3 else -3e38 for i in range(256)]
+open(sys.argv[1] + "/extreme.npy", "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode()
+                                             + b"".join(struct.pack("<f", v) for v in vals))
+PY
+expect 1 "within +-1e+30" -- $VOXRAY render "$T/extreme.npy" -o "$T/h.png" $R
 long=$(printf 'd%.0s' $(seq 1 1100))
 expect 1 "longer than" -- $VOXRAY render "$T/$long.json" -o "$T/h.png" $R
 cat >"$T/degenerate.json" <<'J'
