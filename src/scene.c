@@ -206,7 +206,7 @@ static int vx__parse_manifest(const char *file, const vx_load_opts *o, vx_scene 
     if (vx_path_join(dir, str, gpath, sizeof gpath)) goto done;
     {
         FILE *probe = vx_fopen_read(gpath);
-        if (!probe) { char m2[1024]; snprintf(m2, sizeof m2, "%s", vx_errmsg()); vx_error("%s: 'grid': %s", file, m2); goto done; }
+        if (!probe) { char m2[1024]; snprintf(m2, sizeof m2, "%s", vx_errmsg()); vx_error("%s: 'grid' names a file that cannot be opened: %s", file, m2); goto done; }
         fclose(probe);
     }
     int has_dec;
