@@ -68,6 +68,8 @@ const char *vx_cli_common_help(void) {
            "                          int16 uint32 int32 float32 float64)\n"
            "  --spacing sx,sy,sz      voxel spacing for --raw and files without one (.den)\n"
            "  --volume N              which volume of a 4-D file (default 0)\n"
+           "  --max-memory SIZE       memory one grid may take, e.g. 512M or 32G (default: half\n"
+           "                          of this machine's memory, at most 16G)\n"
            "  --allow-outside-data    read a detached header's data file even when it lies\n"
            "                          outside the header's directory\n"
            "Decoder:\n"
@@ -162,6 +164,13 @@ int vx_cli_parse_common(vx_cli_common *c, int *i, int argc, char **argv) {
         if (!v || vx_parse_vec3("--spacing", v, c->load.spacing)) return -1;
         for (int k = 0; k < 3; k++)
             if (!(c->load.spacing[k] > 0)) return vx_error("--spacing: components must be > 0");
+        return 1;
+    }
+    if (VX_FLAG("--max-memory")) {
+        size_t b;
+        if (!v) return -1;
+        if (vx_parse_bytes(v, &b)) return vx_error("--max-memory: '%s' is not a size such as 512M or 8G", v);
+        vx_mem_budget_set(b);
         return 1;
     }
     if (VX_FLAG("--volume")) return v && !vx_parse_int("--volume", v, 0, 1 << 20, &c->load.volume_index) ? 1 : -1;

@@ -19,9 +19,11 @@ int vx_grid_alloc(vx_grid *g, int nx, int ny, int nz, int nc, const char *source
         return vx_error("%s: %d channels; voxray supports 1..64", g->source, nc);
     size_t count, bytes;
     if (vx_mul_size4((size_t)nx, (size_t)ny, (size_t)nz, (size_t)nc, &count) ||
-        vx_mul_size(count, sizeof(float), &bytes) || bytes > VX_MAX_GRID_BYTES)
-        return vx_error("%s: grid %dx%dx%d with %d channels needs more than the %zu GiB allowed",
-                        g->source, nx, ny, nz, nc, VX_MAX_GRID_BYTES >> 30);
+        vx_mul_size(count, sizeof(float), &bytes) || bytes > vx_mem_budget()) {
+        char what[1200];
+        snprintf(what, sizeof what, "%s: grid %dx%dx%d with %d channels", g->source, nx, ny, nz, nc);
+        return vx_mem_refuse(what, count > SIZE_MAX / 4 ? SIZE_MAX : count * 4);
+    }
     g->data = vx_malloc(bytes, g->source);
     if (!g->data) return -1;
     g->nx = nx; g->ny = ny; g->nz = nz; g->nc = nc;

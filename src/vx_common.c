@@ -38,6 +38,48 @@ void vx_warn(const char *fmt, ...) {
     va_end(ap);
 }
 
+static size_t vx__mem_budget;
+
+size_t vx_mem_budget(void) {
+    if (vx__mem_budget) return vx__mem_budget;
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    size_t half = pages > 0 && psize > 0 ? (size_t)pages / 2 * (size_t)psize : VX_MAX_GRID_BYTES;
+    return half < VX_MAX_GRID_BYTES ? half : VX_MAX_GRID_BYTES;
+}
+
+void vx_mem_budget_set(size_t bytes) { vx__mem_budget = bytes; }
+
+static void vx__human(size_t b, char *buf, size_t cap) {
+    if (b >= ((size_t)1 << 30)) snprintf(buf, cap, "%.1f GiB", (double)b / (1 << 30));
+    else if (b >= ((size_t)1 << 20)) snprintf(buf, cap, "%.1f MiB", (double)b / (1 << 20));
+    else snprintf(buf, cap, "%.1f KiB", (double)b / 1024);
+}
+
+int vx_mem_refuse(const char *what, size_t need) {
+    char n[32], have[32];
+    vx__human(need, n, sizeof n);
+    vx__human(vx_mem_budget(), have, sizeof have);
+    if (vx__mem_budget) return vx_error("%s needs %s in memory, more than the %s --max-memory allows", what, n, have);
+    return vx_error("%s needs %s in memory, more than the %s allowed (half of this machine's memory, at "
+                    "most 16 GiB); raise it with --max-memory SIZE", what, n, have);
+}
+
+int vx_parse_bytes(const char *s, size_t *out) {
+    char *end;
+    errno = 0;
+    double x = strtod(s, &end);
+    double unit = 1;
+    if (*end == 'k' || *end == 'K') unit = 1024.0, end++;
+    else if (*end == 'm' || *end == 'M') unit = 1024.0 * 1024, end++;
+    else if (*end == 'g' || *end == 'G') unit = 1024.0 * 1024 * 1024, end++;
+    else if (*end == 't' || *end == 'T') unit = 1024.0 * 1024 * 1024 * 1024, end++;
+    if (*end == 'i' && unit > 1) end++;
+    if (*end == 'B' || *end == 'b') end++;
+    if (end == s || *end || errno || !isfinite(x) || x < 1 || x * unit > 1e18) return -1;
+    *out = (size_t)(x * unit);
+    return 0;
+}
+
 void *vx_malloc(size_t n, const char *what) {
     void *p = malloc(n ? n : 1);
     if (!p) vx_error("out of memory allocating %zu bytes for %s", n, what);

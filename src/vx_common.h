@@ -17,6 +17,15 @@ extern "C" {
 /* Largest grid payload voxray will allocate (bytes of float32 in memory). */
 #define VX_MAX_GRID_BYTES ((size_t)16 << 30)
 
+/* The memory voxray lets one grid (and its transient copies) take: by default half of
+ * the machine's physical memory, at most VX_MAX_GRID_BYTES; --max-memory sets it.
+ * vx_mem_refuse records the one-line refusal naming `what` and returns -1. */
+size_t vx_mem_budget(void);
+void vx_mem_budget_set(size_t bytes);
+int vx_mem_refuse(const char *what, size_t need);
+/* "512M", "8G", "1.5G", "100000" (bytes) -> bytes; -1 on a bad value. */
+int vx_parse_bytes(const char *s, size_t *out);
+
 /* Record the current error (printf-style). Returns -1 so callers can write
  * `return vx_error("...")`. The message should name the file and the problem. */
 int vx_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -116,6 +116,20 @@ J
 expect 1 "camera matrix" -- $VOXRAY render "$T/orbs" -o "$T/c%d.png" --path "$T/huge_cam.json" $R
 ls "$T" | grep -q '^[hc][0-9]*\.png' && bad "a failed render left an image" || ok
 
+# ---- 7: memory follows a budget the user can raise; the refusal is one line ---------------
+python3 - "$T" <<'PY' || bad "python3 for the gzip bomb"
+import sys, zlib
+h = b"NRRD0004\ntype: uint8\ndimension: 3\nsizes: 1024 1024 1024\nencoding: gzip\nspacings: 1 1 1\n\n"
+c = zlib.compressobj(9, zlib.DEFLATED, 31)
+open(sys.argv[1] + "/bomb.nrrd", "wb").write(h + b"".join(c.compress(bytes(1 << 24)) for _ in range(64)) + c.flush())
+PY
+expect 1 "--max-memory allows" -- $VOXRAY render "$T/bomb.nrrd" -o "$T/h.png" $R --max-memory 512M
+expect 1 "--max-memory allows" -- $VOXRAY info "$T/bomb.nrrd" --max-memory 1G
+expect 1 "--max-memory allows" -- $VOXRAY convert "$T/bomb.nrrd" "$T/bombc" --max-memory 1G
+expect 1 "--max-memory allows" -- $VOXRAY render "$T/orbs" -o "$T/h.png" $R --max-memory 16K
+expect 0 "" -- $VOXRAY render "$T/orbs" -o "$T/m.png" $R --max-memory 64M
+expect 2 "--max-memory" -- $VOXRAY render "$T/orbs" -o "$T/h.png" $R --max-memory lots
+
 # ---- convert: reads what render reads, keeps the direct render's look --------------------
 expect 0 "" -- $VOXRAY convert "$T/orbs/grid.npy" "$T/conv_npy"
 nrrd "$T/vol.nrrd" 3 'spacings: 1 1 2'
@@ -123,6 +137,8 @@ expect 0 "" -- $VOXRAY convert "$T/vol.nrrd" "$T/conv"
 expect 0 "" -- $VOXRAY render "$T/vol.nrrd" -o "$T/direct.png" $R
 expect 0 "" -- $VOXRAY render "$T/conv" -o "$T/converted.png" $R
 cmp -s "$T/direct.png" "$T/converted.png" && ok || bad "convert changed the look of the render"
+# a uint8 volume stays uint8: the copy is not four times the bytes
+head -c 10 "$T/conv/grid.npy" >/dev/null && grep -a -q "'|u1'" "$T/conv/grid.npy" && ok || bad "convert widened uint8 to float32"
 
 ls "$T" | grep -q 'tmp\.' && bad "temporary files left behind: $(ls "$T" | grep 'tmp\.')" || ok
 rm -rf "$T"

@@ -17,6 +17,7 @@
 static const char *vx__usage =
     "usage: voxray convert IN OUTDIR [--raw X,Y,Z,dtype[,endian]] [--spacing sx,sy,sz]\n"
     "                      [--volume N] [--preset NAME] [--half] [--allow-outside-data]\n"
+    "                      [--max-memory SIZE]\n"
     "Writes OUTDIR/grid.npy and OUTDIR/scene.json (open it with `voxray render OUTDIR`).\n";
 
 static const char *vx__dact_name(int a) {
@@ -138,6 +139,14 @@ int vx_cmd_convert(int argc, char **argv) {
         } else if (!strcmp(a, "--preset")) lo.preset = argv[++i];
         else if (!strcmp(a, "--half")) half = 1;
         else if (!strcmp(a, "--allow-outside-data")) lo.allow_outside_data = 1;
+        else if (!strcmp(a, "--max-memory") && i + 1 < argc) {
+            size_t b;
+            if (vx_parse_bytes(argv[++i], &b)) {
+                fprintf(stderr, "voxray convert: --max-memory: '%s' is not a size such as 512M or 8G\n", argv[i]);
+                return 2;
+            }
+            vx_mem_budget_set(b);
+        }
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(vx__usage, stdout); return 0; }
         else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "voxray convert: unknown flag %s\n%s", a, vx__usage);
@@ -184,7 +193,7 @@ int vx_cmd_convert(int argc, char **argv) {
         return 1;
     }
     printf("wrote %s (%d x %d x %d x %d, %s) and %s\n", npy, g.nx, g.ny, g.nz, g.nc,
-           half ? "float16" : "float32", json);
+           half ? "float16" : vx_npy_grid_fits_int(&g) ? vx_dtype_name(g.src_dtype) : "float32", json);
     vx_scene_free(&s);
     return 0;
 }

@@ -45,10 +45,13 @@ int vx_vol_check(const vx_vol_info *v) {
         vx_mul_size(bytes, (size_t)v->nvol, &total) || total > (size_t)LLONG_MAX / 2)
         return vx_error("%s: sizes %lld x %lld x %lld x %lld overflow", v->path, v->dims[0],
                         v->dims[1], v->dims[2], v->nvol);
-    if (fbytes > VX_MAX_GRID_BYTES)
-        return vx_error("%s: sizes %lld x %lld x %lld need %zu bytes as float32, more than the "
-                        "%zu allowed", v->path, v->dims[0], v->dims[1], v->dims[2], fbytes,
-                        VX_MAX_GRID_BYTES);
+    /* the float32 grid and, while it is converted, one volume as stored */
+    if (fbytes > vx_mem_budget() || bytes > vx_mem_budget() - fbytes) {
+        char what[1200];
+        snprintf(what, sizeof what, "%s: %lld x %lld x %lld %s", v->path, v->dims[0], v->dims[1],
+                 v->dims[2], vx_dtype_name(v->dtype));
+        return vx_mem_refuse(what, fbytes + bytes);
+    }
     if (v->data_offset < 0 || v->gz_skip < 0 || v->comp_size < 0)
         return vx_error("%s: negative data offset", v->path);
     if (v->data_offset > LLONG_MAX / 4 || v->gz_skip > LLONG_MAX / 4 || v->comp_size > LLONG_MAX / 4)
