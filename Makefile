@@ -163,7 +163,8 @@ clean:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-# ---- fuzzing: one libFuzzer target per volume reader (clang; FUZZ_TIME seconds each) ----
+# ---- fuzzing: one libFuzzer target per volume reader, .npy, scene.json, transforms.json
+# and load-then-render (clang; FUZZ_TIME seconds each, FUZZ_TARGETS to pick) ----
 .PHONY: fuzz
 fuzz:
 	$(Q)sh tests/fuzz/run_fuzz.sh
