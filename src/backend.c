@@ -35,11 +35,11 @@ static int vx__resolve(vx_backend_kind want, vx_backend_kind *got) {
     char info[256];
     if (vx_cuda_probe(info, sizeof info)) { *got = VX_BACKEND_CUDA; return 0; }
     if (want == VX_BACKEND_CUDA) return vx_error("--backend cuda: no usable CUDA device (%s)", info);
-    vx_warn("using the CPU backend: no usable CUDA device (%s)", info);
+    vx_note("using the CPU backend: no usable CUDA device (%s)", info);
 #else
     if (want == VX_BACKEND_CUDA)
         return vx_error("--backend cuda: this voxray was built without CUDA (nvcc was not found)");
-    vx_warn("using the CPU backend: this voxray was built without CUDA");
+    vx_note("using the CPU backend: this voxray was built without CUDA");
 #endif
     *got = VX_BACKEND_CPU;
     return 0;

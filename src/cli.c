@@ -144,7 +144,14 @@ int vx_cli_parse_common(vx_cli_common *c, int *i, int argc, char **argv) {
         c->density_scale = (float)d;
         return 1;
     }
-    if (VX_FLAG("--preset")) { c->preset = v; c->load.preset = v; return v ? 1 : -1; }
+    if (VX_FLAG("--preset")) { /* an unknown name is a usage error, found before loading */
+        vx_decoder probe;
+        memset(&probe, 0, sizeof probe);
+        if (!v || vx_tf_preset(&probe, v)) return -1;
+        c->preset = v;
+        c->load.preset = v;
+        return 1;
+    }
     if (VX_FLAG("--window")) {
         char buf[128], *comma;
         if (!v) return -1;

@@ -80,6 +80,19 @@ int vx_parse_bytes(const char *s, size_t *out) {
     return 0;
 }
 
+static int vx__quiet;
+void vx_set_quiet(int quiet) { vx__quiet = quiet; }
+
+void vx_note(const char *fmt, ...) {
+    if (vx__quiet) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("voxray: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
 void *vx_malloc(size_t n, const char *what) {
     void *p = malloc(n ? n : 1);
     if (!p) vx_error("out of memory allocating %zu bytes for %s", n, what);

@@ -33,8 +33,11 @@ int vx_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *vx_errmsg(void);
 void vx_clear_error(void);
 
-/* One-line warning / note on stderr, prefixed "voxray: ". */
+/* One-line warning / note on stderr, prefixed "voxray: ". vx_note is for information
+ * (which backend runs, ...) that -q silences through vx_set_quiet; warnings always show. */
 void vx_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void vx_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void vx_set_quiet(int quiet);
 
 /* malloc/calloc that record "out of memory (N bytes) for WHAT" and return NULL. */
 void *vx_malloc(size_t n, const char *what);

@@ -140,6 +140,21 @@ cmp -s "$T/direct.png" "$T/converted.png" && ok || bad "convert changed the look
 # a uint8 volume stays uint8: the copy is not four times the bytes
 head -c 10 "$T/conv/grid.npy" >/dev/null && grep -a -q "'|u1'" "$T/conv/grid.npy" && ok || bad "convert widened uint8 to float32"
 
+# ---- the first-time user's findings ----------------------------------------------------
+$VOXRAY render "$T/orbs" -o "$T/quiet.png" --size 8x8 -q >"$T/out" 2>"$T/err"
+[ -s "$T/err" ] && bad "-q still printed: $(cat "$T/err")" || ok
+$VOXRAY help render | grep -q "^usage: voxray render" && ok || bad "voxray help render"
+expect 2 "unknown command" -- $VOXRAY help nope
+expect 2 "preset 'nope'" -- $VOXRAY render "$T/orbs" -o "$T/h.png" $R --preset nope
+[ "$($VOXRAY view --help | grep -c -- '--size')" = 1 ] && ok || bad "view --help lists --size twice"
+if $VOXRAY view --help >/dev/null 2>&1 && ! $VOXRAY view /nonexist 2>&1 | grep -q "built without"; then
+    expect 1 "/nonexist: cannot open" -- $VOXRAY view /nonexist
+    grep -q "display\|backend" "$T/err" && bad "view /nonexist: $(cat "$T/err")" || ok
+fi
+touch "$T/somefile.png"
+expect 1 "is a file" -- $VOXRAY make-scene orbs -o "$T/somefile.png" --res 8
+grep -q "tmp\." "$T/err" && bad "make-scene showed a temporary name" || ok
+
 ls "$T" | grep -q 'tmp\.' && bad "temporary files left behind: $(ls "$T" | grep 'tmp\.')" || ok
 rm -rf "$T"
 echo "harden: $pass passed, $fail failed"

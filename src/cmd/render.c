@@ -126,6 +126,7 @@ int vx_cmd_render(int argc, char **argv) {
     }
     if (!c.scene_path) { fprintf(stderr, "voxray render: no SCENE given; see voxray render --help\n"); return 2; }
     if (!out) { fprintf(stderr, "voxray render: no output given (-o OUT.png)\n"); return 2; }
+    vx_set_quiet(quiet);
     if (turntable && path_file) { fprintf(stderr, "voxray render: use either --turntable or --path\n"); return 2; }
     int multi = turntable || path_file;
     const char *outs[4] = {out, depth_out[0], depth_out[1], opacity_out};
