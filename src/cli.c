@@ -194,7 +194,24 @@ int vx_cli_load_scene(const vx_cli_common *c, vx_scene *s) {
     }
     if (c->has_density_scale) s->dec.density_scale = c->density_scale;
     if (c->has_window) { s->dec.window_lo = c->window[0]; s->dec.window_hi = c->window[1]; }
+    if (c->has_window || c->has_density_scale) vx_scene_find_content(s);
     return 0;
+}
+
+/* The camera without orbit flags: the scene's (or the default one) with the flags applied. */
+static void vx__base_camera(const vx_cli_common *c, const vx_scene *s, double eye[3], double target[3], double up[3],
+                            double *fov) {
+    vx_scene_default_camera(s, eye, target, up, fov);
+    if (s->has_camera) {
+        memcpy(eye, s->eye, 3 * sizeof *eye);
+        memcpy(target, s->target, 3 * sizeof *target);
+        memcpy(up, s->up, 3 * sizeof *up);
+        *fov = s->fov_deg;
+    }
+    if (c->has_fov) *fov = c->fov;
+    if (c->has_up) memcpy(up, c->up, 3 * sizeof *up);
+    if (c->has_eye) memcpy(eye, c->eye, 3 * sizeof *eye);
+    if (c->has_target) memcpy(target, c->target, 3 * sizeof *target);
 }
 
 int vx_cli_camera(const vx_cli_common *c, const vx_scene *s, int width, int height, vx_camera *cam) {
@@ -221,5 +238,25 @@ int vx_cli_camera(const vx_cli_common *c, const vx_scene *s, int width, int heig
     }
     if (c->has_eye) memcpy(eye, c->eye, sizeof eye);
     if (c->has_target) memcpy(target, c->target, sizeof target);
+    return vx_camera_look_at(cam, eye, target, up, fov, width, height);
+}
+
+int vx_cli_camera_turn(const vx_cli_common *c, const vx_scene *s, double deg, int width, int height, vx_camera *cam) {
+    if (c->has_azimuth || c->has_elevation || c->has_distance) {
+        vx_cli_common cc = *c;
+        cc.azimuth = (cc.has_azimuth ? cc.azimuth : 35.0) + deg;
+        cc.has_azimuth = 1;
+        return vx_cli_camera(&cc, s, width, height, cam);
+    }
+    double eye[3], target[3], up[3], fov;
+    vx__base_camera(c, s, eye, target, up, &fov);
+    /* Rodrigues: rotate eye - target about the unit up axis */
+    double ul = sqrt(up[0] * up[0] + up[1] * up[1] + up[2] * up[2]);
+    if (!(ul > 0)) return vx_error("camera up vector is zero");
+    double k[3] = {up[0] / ul, up[1] / ul, up[2] / ul}, v[3], kv[3], kd, a = deg * M_PI / 180.0;
+    for (int i = 0; i < 3; i++) v[i] = eye[i] - target[i];
+    kd = k[0] * v[0] + k[1] * v[1] + k[2] * v[2];
+    kv[0] = k[1] * v[2] - k[2] * v[1]; kv[1] = k[2] * v[0] - k[0] * v[2]; kv[2] = k[0] * v[1] - k[1] * v[0];
+    for (int i = 0; i < 3; i++) eye[i] = target[i] + v[i] * cos(a) + kv[i] * sin(a) + k[i] * kd * (1 - cos(a));
     return vx_camera_look_at(cam, eye, target, up, fov, width, height);
 }

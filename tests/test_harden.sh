@@ -155,6 +155,48 @@ touch "$T/somefile.png"
 expect 1 "is a file" -- $VOXRAY make-scene orbs -o "$T/somefile.png" --res 8
 grep -q "tmp\." "$T/err" && bad "make-scene showed a temporary name" || ok
 
+# --turntable starts from the scene's camera: its frame 0 is the single frame
+expect 0 "" -- $VOXRAY render "$T/orbs" -o "$T/single.png" $R
+expect 0 "" -- $VOXRAY render "$T/orbs" -o "$T/tt%d.png" --turntable 3 $R
+cmp -s "$T/single.png" "$T/tt0.png" && ok || bad "turntable frame 0 differs from the scene's camera"
+# a scalar volume is framed by its content, not its (mostly empty) box
+python3 - "$T" <<'PY' || bad "python3 for the blob volume"
+import sys
+n = 32
+vox = bytearray(n * n * n)
+for z in range(2, 10):
+    for y in range(2, 10):
+        for x in range(2, 10):
+            vox[(z * n + y) * n + x] = 200
+vox[0] = 255  # the window's top, so the blob is not all of the range
+hdr = b"NRRD0004\ntype: uint8\ndimension: 3\nsizes: 32 32 32\nencoding: raw\nspacings: 1 1 1\n\n"
+open(sys.argv[1] + "/blob.nrrd", "wb").write(hdr + bytes(vox))
+PY
+expect 0 "" -- $VOXRAY render "$T/blob.nrrd" -o "$T/blob.png" --size 64x64 --backend cpu -q
+python3 - "$T/blob.png" <<'PY' && ok || bad "the blob fills less than 45% of the frame's width"
+import struct, sys, zlib
+d = open(sys.argv[1], "rb").read()
+pos, idat = 8, b""
+while pos < len(d):
+    n, = struct.unpack(">I", d[pos:pos + 4]); t = d[pos + 4:pos + 8]; c = d[pos + 8:pos + 8 + n]; pos += 12 + n
+    if t == b"IHDR": w, h = struct.unpack(">II", c[:8])
+    if t == b"IDAT": idat += c
+raw, stride, prev, xs = zlib.decompress(idat), w * 3, bytearray(w * 3), []
+for y in range(h):
+    f = raw[y * (stride + 1)]; line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+    for x in range(stride):
+        a = line[x - 3] if x >= 3 else 0; b = prev[x]; c = prev[x - 3] if x >= 3 else 0
+        if f == 1: line[x] = (line[x] + a) & 255
+        elif f == 2: line[x] = (line[x] + b) & 255
+        elif f == 3: line[x] = (line[x] + (a + b) // 2) & 255
+        elif f == 4:
+            p = a + b - c; pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+            line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+    xs += [x for x in range(w) if min(line[3 * x:3 * x + 3]) < 235]
+    prev = line
+sys.exit(0 if xs and (max(xs) - min(xs)) >= 0.45 * w else 1)
+PY
+
 ls "$T" | grep -q 'tmp\.' && bad "temporary files left behind: $(ls "$T" | grep 'tmp\.')" || ok
 rm -rf "$T"
 echo "harden: $pass passed, $fail failed"

@@ -70,13 +70,7 @@ static int vx__frame_outputs(const char *const *pat, int multi, int k, char name
 static int vx__frame_camera(const vx_cli_common *c, const vx_scene *s, const vx_camera_path *camp, int turntable,
                             int k, vx_camera *cam) {
     if (camp->n) return vx_camera_from_c2w(cam, camp->c2w[k], camp->camera_angle_x, c->width, c->height);
-    if (turntable) {
-        vx_cli_common cc = *c;
-        cc.azimuth = (cc.has_azimuth ? cc.azimuth : 35.0) + 360.0 * k / turntable;
-        cc.has_azimuth = 1;
-        cc.has_eye = cc.has_target = 0;
-        return vx_cli_camera(&cc, s, c->width, c->height, cam);
-    }
+    if (turntable) return vx_cli_camera_turn(c, s, 360.0 * k / turntable, c->width, c->height, cam);
     return vx_cli_camera(c, s, c->width, c->height, cam);
 }
 
