@@ -163,6 +163,20 @@ clean:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
+# ---- install: the binary, the viewer's shaders and the man page (Debian layout) -----------
+# `make install PREFIX=/usr/local` (default) or PREFIX=$HOME/.local; DESTDIR for packaging.
+PREFIX  ?= /usr/local
+.PHONY: install uninstall
+install: $(BUILD)/voxray
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/voxray/shaders $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 $(BUILD)/voxray $(DESTDIR)$(PREFIX)/bin/voxray
+	install -m 644 shaders/*.vert shaders/*.frag $(DESTDIR)$(PREFIX)/share/voxray/shaders/
+	install -m 644 docs/voxray.1 $(DESTDIR)$(PREFIX)/share/man/man1/voxray.1
+	@echo "installed $(DESTDIR)$(PREFIX)/bin/voxray (shaders in $(PREFIX)/share/voxray/shaders, man voxray)"
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/voxray $(DESTDIR)$(PREFIX)/share/man/man1/voxray.1
+	rm -rf $(DESTDIR)$(PREFIX)/share/voxray
+
 # ---- fuzzing: one libFuzzer target per volume reader, .npy, scene.json, transforms.json
 # and load-then-render (clang; FUZZ_TIME seconds each, FUZZ_TARGETS to pick) ----
 .PHONY: fuzz

@@ -197,6 +197,23 @@ for y in range(h):
 sys.exit(0 if xs and (max(xs) - min(xs)) >= 0.45 * w else 1)
 PY
 
+# bench render on the CPU: no CUDA-only e2e column, samples/s in millions
+$VOXRAY bench render "$T/orbs" --size 16x16 --frames 2 --backend cpu >"$T/bench" 2>/dev/null
+grep -E "^  orbs .* - +[0-9.]+ M " "$T/bench" >/dev/null && ok || bad "bench render on the CPU: $(tail -n 1 "$T/bench")"
+
+# make install PREFIX=...: the copied binary runs, has its man page, and `view` finds the
+# installed shaders from any folder (under Xvfb when there is one)
+BUILD=${BUILD:-build}
+if [ "$VOXRAY" = "$BUILD/voxray" ] && command -v make >/dev/null 2>&1; then
+    make -s --no-print-directory install PREFIX="$T/inst" BUILD="$BUILD" >/dev/null 2>&1 && ok || bad "make install PREFIX=$T/inst"
+    "$T/inst/bin/voxray" --version >/dev/null 2>&1 && ok || bad "installed voxray does not run"
+    [ -s "$T/inst/share/man/man1/voxray.1" ] && [ -s "$T/inst/share/voxray/shaders/view.frag" ] && ok || bad "man page or shaders not installed"
+    if command -v xvfb-run >/dev/null 2>&1 && ! "$T/inst/bin/voxray" view --help 2>&1 | grep -q "built without"; then
+        (cd / && timeout 120 xvfb-run -a -s "-screen 0 640x480x24" "$T/inst/bin/voxray" view "$T/orbs" --size 64x48 \
+            --frames 1 --backend cpu >/dev/null 2>"$T/view.err") && ok || bad "installed view: $(tail -n 1 "$T/view.err")"
+    fi
+fi
+
 ls "$T" | grep -q 'tmp\.' && bad "temporary files left behind: $(ls "$T" | grep 'tmp\.')" || ok
 rm -rf "$T"
 echo "harden: $pass passed, $fail failed"
