@@ -197,6 +197,12 @@ for y in range(h):
 sys.exit(0 if xs and (max(xs) - min(xs)) >= 0.45 * w else 1)
 PY
 
+# a long single frame says it is still rendering (threshold lowered for the test)
+VOXRAY_PROGRESS_AFTER=0.05 $VOXRAY render "$T/orbs" -o "$T/slow.png" --size 200x200 --threads 1 --step 0.02 --backend cpu >/dev/null 2>"$T/err"
+grep -q "rendering 200x200 on the cpu backend" "$T/err" && ok || bad "no progress line for a long frame: $(cat "$T/err")"
+VOXRAY_PROGRESS_AFTER=0.05 $VOXRAY render "$T/orbs" -o "$T/slow.png" --size 200x200 --threads 1 --step 0.02 --backend cpu -q >/dev/null 2>"$T/err"
+[ -s "$T/err" ] && bad "-q printed progress: $(cat "$T/err")" || ok
+
 # bench render on the CPU: no CUDA-only e2e column, samples/s in millions
 $VOXRAY bench render "$T/orbs" --size 16x16 --frames 2 --backend cpu >"$T/bench" 2>/dev/null
 grep -E "^  orbs .* - +[0-9.]+ M " "$T/bench" >/dev/null && ok || bad "bench render on the CPU: $(tail -n 1 "$T/bench")"

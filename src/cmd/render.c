@@ -2,7 +2,9 @@
  * transforms.json, written as PNG (plus optional depth/opacity maps) atomically, with a
  * progress bar on a terminal and one line per frame otherwise. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -72,6 +74,64 @@ static int vx__frame_camera(const vx_cli_common *c, const vx_scene *s, const vx_
     if (camp->n) return vx_camera_from_c2w(cam, camp->c2w[k], camp->camera_angle_x, c->width, c->height);
     if (turntable) return vx_cli_camera_turn(c, s, 360.0 * k / turntable, c->width, c->height, cam);
     return vx_cli_camera(c, s, c->width, c->height, cam);
+}
+
+/* ---- progress of one long frame: a watcher thread prints elapsed time once the frame
+ * has taken VOXRAY_PROGRESS_AFTER seconds (default 1.5): a \r-updated line on a terminal,
+ * else one line then one every 10 s. The renderer itself reports nothing mid-frame. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done, tty, w, h;
+    const char *backend;
+    double t0, after;
+} vx__watch;
+
+static void *vx__watch_main(void *arg) {
+    vx__watch *wt = arg;
+    int printed = 0;
+    double next = wt->after;
+    pthread_mutex_lock(&wt->mu);
+    while (!wt->done) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100000000L;
+        if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+        pthread_cond_timedwait(&wt->cv, &wt->mu, &ts);
+        double el = vx_now() - wt->t0;
+        if (wt->done || el < next) continue;
+        fprintf(stderr, "%svoxray: rendering %dx%d on the %s backend: %.1f s so far%s", wt->tty ? "\r" : "", wt->w,
+                wt->h, wt->backend, el, wt->tty ? "" : "\n");
+        printed = 1;
+        next = wt->tty ? el + 1.0 : el + 10.0;
+    }
+    pthread_mutex_unlock(&wt->mu);
+    if (printed && wt->tty) fputc('\n', stderr);
+    return NULL;
+}
+
+/* Render one frame, with the watcher when asked (progress) and the frame is single. */
+static int vx__render_watched(vx_renderer *r, const vx_camera *cam, vx_frame *f, int progress) {
+    if (!progress) return vx_renderer_render(r, cam, f);
+    vx__watch wt = {.tty = isatty(2), .w = cam->width, .h = cam->height, .backend = vx_renderer_backend_name(r),
+                    .t0 = vx_now(), .after = 1.5};
+    const char *env = getenv("VOXRAY_PROGRESS_AFTER");
+    if (env && atof(env) > 0) wt.after = atof(env);
+    pthread_t th;
+    pthread_mutex_init(&wt.mu, NULL);
+    pthread_cond_init(&wt.cv, NULL);
+    int started = pthread_create(&th, NULL, vx__watch_main, &wt) == 0;
+    int rc = vx_renderer_render(r, cam, f);
+    if (started) {
+        pthread_mutex_lock(&wt.mu);
+        wt.done = 1;
+        pthread_cond_signal(&wt.cv);
+        pthread_mutex_unlock(&wt.mu);
+        pthread_join(th, NULL);
+    }
+    pthread_cond_destroy(&wt.cv);
+    pthread_mutex_destroy(&wt.mu);
+    return rc;
 }
 
 static int vx__ext(const char *p, const char *e) {
@@ -176,7 +236,7 @@ int vx_cmd_render(int argc, char **argv) {
             goto done;
         }
         double t0 = vx_now();
-        if (vx_renderer_render(r, &cam, &f)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
+        if (vx__render_watched(r, &cam, &f, !quiet && !multi)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
         double ms = (vx_now() - t0) * 1e3;
         const char *name = frame_outs[0];
         /* all of this frame's files are written, then all renamed: never a partial set */
