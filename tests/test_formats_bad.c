@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 
 #include "formats.h"
+#include "scene.h"
 #include "vx_common.h"
 #include "fmt_fixtures.h"
 
@@ -337,6 +338,20 @@ static void test_plenoxels_bad(void **st) {
     expect_bad(cut, "");
     expect_bad(bad_file(".npz", "PK\x03\x04 not really a zip", NULL, 0), "zip");
     free(data);
+    /* radius / centre near FLT_MAX: the world box overflows float in the renderer
+     * (issue 15.1); the scene loader refuses the placement */
+    for (int k = 0; k < 2; k++) {
+        fx_plenoxels q = p;
+        for (int a = 0; a < 3; a++) {
+            q.radius[a] = k ? 1.0 : 3e38;
+            q.center[a] = k ? 3e38 : 0.0;
+        }
+        fx_plenoxels_write(&q, path, sizeof path, NULL);
+        vx_scene s;
+        vx_clear_error();
+        assert_int_equal(vx_scene_load(path, NULL, &s), -1);
+        assert_non_null(strstr(vx_errmsg(), "placement"));
+    }
     fx_plenoxels_free(&p);
 }
 
