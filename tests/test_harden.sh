@@ -44,6 +44,14 @@ expect 0 "" -- $VOXRAY render "$T/orbs" -o "$T/s.png" $R
 [ -e "$T/s.png.tmp.$$" ] && ok || bad "a live process's temporary was removed"
 rm -f "$T/s.png.tmp.$$"
 
+# ... the detached data file of a header counts as an input too
+mkdir -p "$T/det"
+head -c 8 /dev/zero >"$T/det/grid.npy"
+printf 'NRRD0004\ntype: uint8\ndimension: 3\nsizes: 2 2 2\nencoding: raw\ndata file: grid.npy\n' >"$T/det/h.nhdr"
+expect 1 "would overwrite the input" -- $VOXRAY convert "$T/det/h.nhdr" "$T/det"
+expect 1 "would overwrite the input" -- $VOXRAY render "$T/det/h.nhdr" -o "$T/det/o.png" --depth "$T/det/grid.npy" $R
+[ "$(wc -c <"$T/det/grid.npy")" -eq 8 ] && ok || bad "the detached data file was replaced"
+
 # ---- 2b: FIFOs are refused before they are opened ----------------------------------------
 mkfifo "$T/fifo.nrrd" "$T/fifo"
 expect 1 "not a regular file" -- $VOXRAY info "$T/fifo"

@@ -173,8 +173,11 @@ int vx_cmd_convert(int argc, char **argv) {
     vx_path_join(out, "grid.npy", npy, sizeof npy);
     vx_path_join(out, "scene.json", json, sizeof json);
     snprintf(probe, sizeof probe, "%s/.", out);
-    const char *outs[2] = {npy, json}, *flags[2] = {"OUTDIR", "OUTDIR"}, *ins[3] = {in, s.path, s.grid.source};
-    int rc = vx_mkdirs_for(probe) || vx_outputs_prepare(outs, flags, 2, ins, 3, 1) ? -1 : 0;
+    char data_file[1024];
+    vx_format_data_file(s.grid.source, &lo, data_file, sizeof data_file);
+    const char *outs[2] = {npy, json}, *flags[2] = {"OUTDIR", "OUTDIR"};
+    const char *ins[4] = {in, s.path, s.grid.source, data_file[0] ? data_file : NULL};
+    int rc = vx_mkdirs_for(probe) || vx_outputs_prepare(outs, flags, 2, ins, 4, 1) ? -1 : 0;
     char *text = NULL;
     if (rc == 0) {
         vx_outputs_stage_begin(); /* both files or neither */

@@ -11,6 +11,7 @@
 #include "backend.h"
 #include "cli.h"
 #include "commands.h"
+#include "formats.h"
 #include "image.h"
 #include "npy.h"
 #include "outputs.h"
@@ -207,11 +208,13 @@ int vx_cmd_render(int argc, char **argv) {
         c.ropts.background[0] = c.ropts.background[1] = c.ropts.background[2] = 0.0f;
     }
     c.ropts.want_depth = depth_out[0] != NULL;
-    const char *ins[5] = {c.scene_path, s.path, s.grid.source, path_file, NULL};
+    char data_file[1024];
+    vx_format_data_file(s.grid.source, &c.load, data_file, sizeof data_file);
+    const char *ins[5] = {c.scene_path, s.path, s.grid.source, path_file, data_file[0] ? data_file : NULL};
     char names[4][4096];
     const char *frame_outs[4];
     if (vx__frame_outputs(outs, multi, 0, names, frame_outs) ||
-        vx_outputs_prepare(frame_outs, flags, 4, ins, 4, 1)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
+        vx_outputs_prepare(frame_outs, flags, 4, ins, 5, 1)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
     vx_camera cam;
     if (vx__frame_camera(&c, &s, &camp, turntable, 0, &cam)) { /* check before any work */
         fprintf(stderr, "voxray: %s%s%s\n", path_file ? path_file : "", path_file ? ": frame 0: " : "", vx_errmsg());
@@ -231,7 +234,7 @@ int vx_cmd_render(int argc, char **argv) {
             goto done;
         }
         if (k > 0 && (vx__frame_outputs(outs, multi, k, names, frame_outs) ||
-                      vx_outputs_prepare(frame_outs, flags, 4, ins, 4, 0))) {
+                      vx_outputs_prepare(frame_outs, flags, 4, ins, 5, 0))) {
             fprintf(stderr, "voxray: %s\n", vx_errmsg());
             goto done;
         }

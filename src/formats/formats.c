@@ -96,6 +96,16 @@ int vx_format_load(const char *path, const vx_load_opts *opts, vx_grid *g, vx_de
     return 0;
 }
 
+void vx_format_data_file(const char *path, const vx_load_opts *opts, char *buf, size_t cap) {
+    if (cap) buf[0] = 0;
+    int kind = vx__kind(path, opts);
+    vx_vol_info v;
+    if (kind != VX_FMT_NONE && kind != VX_FMT_NPZ && vx__info(kind, path, opts, &v) == 0 &&
+        strcmp(v.data_path, v.path) != 0)
+        snprintf(buf, cap, "%s", v.data_path);
+    vx_clear_error();
+}
+
 int vx_format_describe(const char *path, const vx_load_opts *opts, char *buf, size_t cap) {
     if (cap) buf[0] = 0;
     int kind = vx__kind(path, opts);
