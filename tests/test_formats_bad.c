@@ -316,7 +316,7 @@ static void test_plenoxels_bad(void **st) {
     fx_plenoxels_make(&p, 4, 3, 5, 2);
     char path[512];
     static const struct { const char *variant, *field; } cases[] = {
-        {"no-links", "links.npy"}, {"basis-3", "basis_type"}, {"sh-cols", "sh_data"},
+        {"no-links", "links.npy"}, {"basis-3", "basis_type"}, {"basis-huge", "basis_type"}, {"sh-cols", "sh_data"},
         {"link-oob", "links.npy"}, {"links-f32", "links.npy"}, {"n-mismatch", "sh_data"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
