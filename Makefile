@@ -40,6 +40,8 @@ NO_CUDA  := 1
 CLANG_SAN := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all
 OPT      := -O1 -g -fno-omit-frame-pointer $(CLANG_SAN)
 LDLIBS   += $(CLANG_SAN)
+# LLVM's libomp loads its OMPT tool (libarcher), whose TLS crashes LeakSanitizer's scan
+export OMP_TOOL := disabled
 endif
 
 # ---- CUDA -------------------------------------------------------------------------------
