@@ -41,6 +41,19 @@ OPT      := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-san
 LDLIBS   += -fsanitize=address,undefined
 endif
 
+# SAN=clang: clang's ASan + UBSan with float-cast-overflow (gcc's UBSan does not catch
+# float-to-int overflow), every finding fatal, in build-clang-san/. CPU only.
+ifeq ($(SAN),clang)
+CC       := clang
+BUILD    := build-clang-san
+NO_CUDA  := 1
+CLANG_SAN := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all
+OPT      := -O1 -g -fno-omit-frame-pointer $(CLANG_SAN)
+LDLIBS   += $(CLANG_SAN)
+# LLVM's libomp loads its OMPT tool (libarcher), whose TLS crashes LeakSanitizer's scan
+export OMP_TOOL := disabled
+endif
+
 # ---- CUDA -------------------------------------------------------------------------------
 NVCC ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/cuda/bin/nvcc))
 ifeq ($(NO_CUDA),1)
@@ -204,7 +217,22 @@ clean:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-# ---- fuzzing: one libFuzzer target per volume reader (clang; FUZZ_TIME seconds each) ----
+# ---- install: the binary, the viewer's shaders and the man page (Debian layout) -----------
+# `make install PREFIX=/usr/local` (default) or PREFIX=$HOME/.local; DESTDIR for packaging.
+PREFIX  ?= /usr/local
+.PHONY: install uninstall
+install: $(BUILD)/voxray
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/voxray/shaders $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 $(BUILD)/voxray $(DESTDIR)$(PREFIX)/bin/voxray
+	install -m 644 shaders/*.vert shaders/*.frag $(DESTDIR)$(PREFIX)/share/voxray/shaders/
+	install -m 644 docs/voxray.1 $(DESTDIR)$(PREFIX)/share/man/man1/voxray.1
+	@echo "installed $(DESTDIR)$(PREFIX)/bin/voxray (shaders in $(PREFIX)/share/voxray/shaders, man voxray)"
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/voxray $(DESTDIR)$(PREFIX)/share/man/man1/voxray.1
+	rm -rf $(DESTDIR)$(PREFIX)/share/voxray
+
+# ---- fuzzing: one libFuzzer target per volume reader, .npy, scene.json, transforms.json
+# and load-then-render (clang; FUZZ_TIME seconds each, FUZZ_TARGETS to pick) ----
 .PHONY: fuzz
 fuzz:
 	$(Q)sh tests/fuzz/run_fuzz.sh

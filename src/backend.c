@@ -42,12 +42,12 @@ int vx_backend_resolve(vx_backend_kind want, const char *fallback, vx_backend_ki
         return 0;
     }
     if (want == VX_BACKEND_CUDA) return vx_error("--backend cuda: no usable CUDA device (%s)", info);
-    vx_warn("%s: no usable CUDA device (%s)", fallback, info);
+    vx_note("%s: no usable CUDA device (%s)", fallback, info);
 #else
     if (want == VX_BACKEND_CUDA)
         return vx_error("--backend cuda: this voxray was built without CUDA (nvcc was not found); "
                         "use --backend cpu");
-    vx_warn("%s: this voxray was built without CUDA", fallback);
+    vx_note("%s: this voxray was built without CUDA", fallback);
 #endif
     *got = VX_BACKEND_CPU;
     return 0;

@@ -16,8 +16,23 @@ int vx_camera_from_c2w(vx_camera *c, const double m[16], double fov_x, int width
         return vx_error("field of view %g degrees is outside (0, 180)", fov_x * 180.0 / M_PI);
     for (int i = 0; i < 12; i++) {
         if (!isfinite(m[i])) return vx_error("camera matrix has a non-finite entry");
-        c->c2w[i] = (float)m[i];
+        if (fabs(m[i]) > 1e12) return vx_error("camera matrix entry %g is beyond +-1e12", m[i]);
     }
+    /* the rotation part turns pixels into ray directions: each column must have a usable
+     * length and the three must be independent, or directions are zero, NaN or huge */
+    double col[3][3], len[3];
+    for (int k = 0; k < 3; k++) {
+        for (int r = 0; r < 3; r++) col[k][r] = m[4 * r + k];
+        len[k] = sqrt(col[k][0] * col[k][0] + col[k][1] * col[k][1] + col[k][2] * col[k][2]);
+        if (!(len[k] >= 1e-6 && len[k] <= 1e6))
+            return vx_error("camera matrix is degenerate: rotation column %d has length %g (expected about 1)", k, len[k]);
+    }
+    double det = col[0][0] * (col[1][1] * col[2][2] - col[1][2] * col[2][1]) -
+                 col[1][0] * (col[0][1] * col[2][2] - col[0][2] * col[2][1]) +
+                 col[2][0] * (col[0][1] * col[1][2] - col[0][2] * col[1][1]);
+    if (!(fabs(det) / (len[0] * len[1] * len[2]) > 1e-6))
+        return vx_error("camera matrix is degenerate: its rotation columns are not independent");
+    for (int i = 0; i < 12; i++) c->c2w[i] = (float)m[i];
     c->fov_x = (float)fov_x;
     c->width = width;
     c->height = height;
@@ -65,6 +80,7 @@ int vx_camera_path_load(const char *path, vx_camera_path *p) {
     unsigned char *text;
     size_t len;
     if (vx_read_file(path, 64u << 20, &text, &len)) return -1;
+    if (vx_json_refuse_nul((const char *)text, len, path)) { free(text); return -1; }
     cJSON *root = cJSON_ParseWithLength((const char *)text, len);
     free(text);
     if (!root) return vx_error("%s: not valid JSON", path);

@@ -70,6 +70,10 @@ const char *vx_cli_common_help(void) {
            "                          int16 uint32 int32 float32 float64)\n"
            "  --spacing sx,sy,sz      voxel spacing for --raw and files without one (.den)\n"
            "  --volume N              which volume of a 4-D file (default 0)\n"
+           "  --max-memory SIZE       memory one grid may take, e.g. 512M or 32G (default: half\n"
+           "                          of this machine's memory, at most 16G)\n"
+           "  --allow-outside-data    read a detached header's data file even when it lies\n"
+           "                          outside the header's directory\n"
            "Decoder:\n"
            "  --density-scale S       multiply density\n"
            "  --preset NAME           transfer function for scalar volumes\n"
@@ -107,6 +111,7 @@ int vx_cli_parse_common(vx_cli_common *c, int *i, int argc, char **argv) {
     double d;
     if (!strcmp(a, "--half")) { c->ropts.half = 1; return 1; }
     if (!strcmp(a, "--no-skip")) { c->ropts.no_skip = 1; return 1; }
+    if (!strcmp(a, "--allow-outside-data")) { c->load.allow_outside_data = 1; return 1; }
 #define VX_FLAG(name) (v = vx__value(name, i, argc, argv, &m), m)
     if (VX_FLAG("--size")) return v && !vx_parse_size("--size", v, &c->width, &c->height) ? 1 : -1;
     if (VX_FLAG("--eye")) { c->has_eye = 1; return v && !vx_parse_vec3("--eye", v, c->eye) ? 1 : -1; }
@@ -144,7 +149,14 @@ int vx_cli_parse_common(vx_cli_common *c, int *i, int argc, char **argv) {
         c->density_scale = (float)d;
         return 1;
     }
-    if (VX_FLAG("--preset")) { c->preset = v; c->load.preset = v; return v ? 1 : -1; }
+    if (VX_FLAG("--preset")) { /* an unknown name is a usage error, found before loading */
+        vx_decoder probe;
+        memset(&probe, 0, sizeof probe);
+        if (!v || vx_tf_preset(&probe, v)) return -1;
+        c->preset = v;
+        c->load.preset = v;
+        return 1;
+    }
     if (VX_FLAG("--window")) {
         char buf[128], *comma;
         if (!v) return -1;
@@ -178,6 +190,13 @@ int vx_cli_parse_common(vx_cli_common *c, int *i, int argc, char **argv) {
             if (!(c->load.spacing[k] > 0)) return vx_error("--spacing: components must be > 0");
         return 1;
     }
+    if (VX_FLAG("--max-memory")) {
+        size_t b;
+        if (!v) return -1;
+        if (vx_parse_bytes(v, &b)) return vx_error("--max-memory: '%s' is not a size such as 512M or 8G", v);
+        vx_mem_budget_set(b);
+        return 1;
+    }
     if (VX_FLAG("--volume")) return v && !vx_parse_int("--volume", v, 0, 1 << 20, &c->load.volume_index) ? 1 : -1;
 #undef VX_FLAG
     return 0;
@@ -193,7 +212,24 @@ int vx_cli_load_scene(const vx_cli_common *c, vx_scene *s) {
     if (c->shading >= 0) s->dec.shade = c->shading;
     if (c->has_density_scale) s->dec.density_scale = c->density_scale;
     if (c->has_window) { s->dec.window_lo = c->window[0]; s->dec.window_hi = c->window[1]; }
+    if (c->has_window || c->has_density_scale) vx_scene_find_content(s);
     return 0;
+}
+
+/* The camera without orbit flags: the scene's (or the default one) with the flags applied. */
+static void vx__base_camera(const vx_cli_common *c, const vx_scene *s, double eye[3], double target[3], double up[3],
+                            double *fov) {
+    vx_scene_default_camera(s, eye, target, up, fov);
+    if (s->has_camera) {
+        memcpy(eye, s->eye, 3 * sizeof *eye);
+        memcpy(target, s->target, 3 * sizeof *target);
+        memcpy(up, s->up, 3 * sizeof *up);
+        *fov = s->fov_deg;
+    }
+    if (c->has_fov) *fov = c->fov;
+    if (c->has_up) memcpy(up, c->up, 3 * sizeof *up);
+    if (c->has_eye) memcpy(eye, c->eye, 3 * sizeof *eye);
+    if (c->has_target) memcpy(target, c->target, 3 * sizeof *target);
 }
 
 int vx_cli_camera(const vx_cli_common *c, const vx_scene *s, int width, int height, vx_camera *cam) {
@@ -226,4 +262,24 @@ int vx_cli_camera(const vx_cli_common *c, const vx_scene *s, int width, int heig
 int vx_cli_usage_error(const char *cmd, const char *msg) {
     fprintf(stderr, "voxray %s: %s (see voxray %s --help)\n", cmd, msg, cmd);
     return 2;
+}
+
+int vx_cli_camera_turn(const vx_cli_common *c, const vx_scene *s, double deg, int width, int height, vx_camera *cam) {
+    if (c->has_azimuth || c->has_elevation || c->has_distance) {
+        vx_cli_common cc = *c;
+        cc.azimuth = (cc.has_azimuth ? cc.azimuth : 35.0) + deg;
+        cc.has_azimuth = 1;
+        return vx_cli_camera(&cc, s, width, height, cam);
+    }
+    double eye[3], target[3], up[3], fov;
+    vx__base_camera(c, s, eye, target, up, &fov);
+    /* Rodrigues: rotate eye - target about the unit up axis */
+    double ul = sqrt(up[0] * up[0] + up[1] * up[1] + up[2] * up[2]);
+    if (!(ul > 0)) return vx_error("camera up vector is zero");
+    double k[3] = {up[0] / ul, up[1] / ul, up[2] / ul}, v[3], kv[3], kd, a = deg * M_PI / 180.0;
+    for (int i = 0; i < 3; i++) v[i] = eye[i] - target[i];
+    kd = k[0] * v[0] + k[1] * v[1] + k[2] * v[2];
+    kv[0] = k[1] * v[2] - k[2] * v[1]; kv[1] = k[2] * v[0] - k[0] * v[2]; kv[2] = k[0] * v[1] - k[1] * v[0];
+    for (int i = 0; i < 3; i++) eye[i] = target[i] + v[i] * cos(a) + kv[i] * sin(a) + k[i] * kd * (1 - cos(a));
+    return vx_camera_look_at(cam, eye, target, up, fov, width, height);
 }

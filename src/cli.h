@@ -46,6 +46,10 @@ int vx_cli_camera(const vx_cli_common *c, const vx_scene *s, int width, int heig
 
 /* "voxray CMD: MSG (see voxray CMD --help)" on stderr; returns 2, the usage-error exit code. */
 int vx_cli_usage_error(const char *cmd, const char *msg);
+/* Frame `deg` degrees into a turntable: with orbit flags, the orbit's azimuth plus deg;
+ * otherwise the camera vx_cli_camera gives (the scene's, or the flags') with its eye
+ * turned deg degrees about the up axis through the target, so frame 0 is that camera. */
+int vx_cli_camera_turn(const vx_cli_common *c, const vx_scene *s, double deg, int width, int height, vx_camera *cam);
 
 /* Parse "x,y,z" / "WxH" helpers, with the flag name in errors. */
 int vx_parse_vec3(const char *flag, const char *s, double v[3]);

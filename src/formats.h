@@ -27,6 +27,11 @@ int vx_format_load(const char *path, const vx_load_opts *opts, vx_grid *g, vx_de
 int vx_format_describe(const char *path, const vx_load_opts *opts, char *buf, size_t cap);
 
 /* 1 if PATH names a file these readers handle (by extension, raw_spec, or magic). */
+/* The separate data file of a detached header (NRRD .nhdr, MetaImage .mhd, NIfTI .hdr)
+ * into buf, so that outputs can be checked against it; "" when the data is in `path`
+ * itself or the file is not a volume voxray knows. Never fails. */
+void vx_format_data_file(const char *path, const vx_load_opts *opts, char *buf, size_t cap);
+
 int vx_format_recognized(const char *path, const vx_load_opts *opts);
 
 #ifdef __cplusplus

@@ -19,9 +19,11 @@ int vx_grid_alloc(vx_grid *g, int nx, int ny, int nz, int nc, const char *source
         return vx_error("%s: %d channels; voxray supports 1..64", g->source, nc);
     size_t count, bytes;
     if (vx_mul_size4((size_t)nx, (size_t)ny, (size_t)nz, (size_t)nc, &count) ||
-        vx_mul_size(count, sizeof(float), &bytes) || bytes > VX_MAX_GRID_BYTES)
-        return vx_error("%s: grid %dx%dx%d with %d channels needs more than the %zu GiB allowed",
-                        g->source, nx, ny, nz, nc, VX_MAX_GRID_BYTES >> 30);
+        vx_mul_size(count, sizeof(float), &bytes) || bytes > vx_mem_budget()) {
+        char what[1200];
+        snprintf(what, sizeof what, "%s: grid %dx%dx%d with %d channels", g->source, nx, ny, nz, nc);
+        return vx_mem_refuse(what, count > SIZE_MAX / 4 ? SIZE_MAX : count * 4);
+    }
     g->data = vx_malloc(bytes, g->source);
     if (!g->data) return -1;
     g->nx = nx; g->ny = ny; g->nz = nz; g->nc = nc;
@@ -81,12 +83,31 @@ void vx_grid_world_bounds(const vx_grid *g, double lo[3], double hi[3]) {
     }
 }
 
+/* The renderers work in float: the camera distance, its square and every sample point
+ * derive from the world box and the spacing, so both are bounded here (15.1). */
+static int vx__placement_fits_float(const vx_grid *g) {
+    static const char *ax = "xyz";
+    double sp[3], lo[3], hi[3];
+    vx_grid_spacing(g, sp);
+    for (int a = 0; a < 3; a++)
+        if (!(sp[a] >= VX_MIN_SPACING && sp[a] <= VX_MAX_SPACING))
+            return vx_error("%s: placement: voxel spacing along %c is %g world units (expected %g..%g)",
+                            g->source, ax[a], sp[a], VX_MIN_SPACING, VX_MAX_SPACING);
+    vx_grid_world_bounds(g, lo, hi);
+    for (int a = 0; a < 3; a++)
+        if (!(fabs(lo[a]) <= VX_MAX_WORLD && fabs(hi[a]) <= VX_MAX_WORLD))
+            return vx_error("%s: placement: the grid's world box reaches %g along %c (expected within +-%g)",
+                            g->source, fabs(lo[a]) > fabs(hi[a]) ? lo[a] : hi[a], ax[a], VX_MAX_WORLD);
+    return 0;
+}
+
 int vx_grid_world_to_index(const vx_grid *g, float w2i[12]) {
     const double *m = g->i2w;
     double a = m[0], b = m[1], c = m[2], d = m[4], e = m[5], f = m[6], gg = m[8], h = m[9], k = m[10];
     double det = a * (e * k - f * h) - b * (d * k - f * gg) + c * (d * h - e * gg);
     for (int i = 0; i < 12; i++)
         if (!isfinite(m[i])) return vx_error("%s: placement (index-to-world) has a non-finite entry", g->source);
+    if (vx__placement_fits_float(g)) return -1;
     double scale = fabs(a) + fabs(b) + fabs(c) + fabs(d) + fabs(e) + fabs(f) + fabs(gg) + fabs(h) + fabs(k);
     if (!(fabs(det) > 1e-12 * scale * scale * scale) || scale == 0)
         return vx_error("%s: placement (index-to-world) is singular", g->source);
@@ -133,8 +154,9 @@ float vx_grid_quantile(const vx_grid *g, double q) {
     for (size_t i = 0; i < n; i++) {
         float v = g->data[i * g->nc];
         if (!isfinite(v)) continue;
-        int b = (int)((v - lo) * scale);
-        hist[b < 0 ? 0 : (b >= NB ? NB - 1 : b)]++;
+        double x = ((double)v - lo) * scale; /* double: v - lo may overflow float */
+        int b = x > 0 ? (x < NB - 1 ? (int)x : NB - 1) : 0;
+        hist[b]++;
         total++;
     }
     size_t want = (size_t)(q * (double)total), acc = 0;

@@ -41,7 +41,18 @@ void vx_grid_index_box(const vx_grid *g, float lo[3], float hi[3]);
 /* World-space axis-aligned bounds of the box (all 8 corners through the affine). */
 void vx_grid_world_bounds(const vx_grid *g, double lo[3], double hi[3]);
 
-/* World -> index affine (row-major 3x4). Fails on a singular or non-finite placement. */
+/* Placement limits: voxel spacing and world-box coordinates in world units, chosen so
+ * that every float the renderers derive (camera distance, its square, sample points,
+ * index-space steps) stays finite. */
+#define VX_MIN_SPACING 1e-9
+#define VX_MAX_SPACING 1e9
+#define VX_MAX_WORLD 1e12
+/* Largest magnitude of a stored grid value the scene loader accepts (interpolation,
+ * density scaling and SH sums of larger ones overflow float). */
+#define VX_MAX_GRID_VALUE 1e30f
+
+/* World -> index affine (row-major 3x4). Fails on a singular or non-finite placement, or
+ * one outside the limits above. */
 int vx_grid_world_to_index(const vx_grid *g, float w2i[12]);
 
 /* Length of each index axis in world units (column norms of the affine). */

@@ -27,6 +27,15 @@ int main(int argc, char **argv) {
         {"render", vx_cmd_render}, {"view", vx_cmd_view}, {"info", vx_cmd_info},
         {"make-scene", vx_cmd_make_scene}, {"convert", vx_cmd_convert}, {"bench", vx_cmd_bench},
         {"fit", vx_cmd_fit}, {"eval", vx_cmd_eval}};
+    if (argc >= 3 && !strcmp(argv[1], "help")) { /* voxray help CMD = voxray CMD --help */
+        for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+            if (strcmp(argv[2], cmds[i].name)) continue;
+            char *hargv[] = {argv[2], "--help", NULL};
+            return cmds[i].fn(2, hargv);
+        }
+        fprintf(stderr, "voxray help: unknown command '%s'; try voxray --help\n", argv[2]);
+        return 2;
+    }
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         vx__help();
         return argc < 2 ? 2 : 0;

@@ -8,8 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "npy.h"
+#include "outputs.h"
 #include "vx_common.h"
 
 /* Every scene lives in the box [-1, 1]^3, lattice points on the corners. Densities are in
@@ -534,28 +536,25 @@ static char *vx__manifest(const vx_grid *g, const vx_scene *s) {
 }
 
 int vx_make_scene_write(const char *dir, const vx_grid *g, const vx_scene *s, int half) {
-    char gpath[4096], jpath[4096], gtmp[4200], jtmp[4200];
+    char gpath[4096], jpath[4096];
     if (!dir || !dir[0]) return vx_error("make-scene: empty output directory");
+    if (strlen(dir) > 3900) return vx_error("%s: output directory name too long", dir);
     vx_path_join(dir, "grid.npy", gpath, sizeof gpath);
     vx_path_join(dir, "scene.json", jpath, sizeof jpath);
-    if (strlen(dir) > 3900) return vx_error("%s: output directory name too long", dir);
-    if (vx_mkdirs_for(gpath)) return -1;
-    vx_temp_name(gpath, gtmp, sizeof gtmp);
-    vx_temp_name(jpath, jtmp, sizeof jtmp);
+    struct stat st;
+    if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+        return vx_error("-o %s: is a file; make-scene writes a directory (grid.npy + scene.json)", dir);
+    const char *outs[2] = {gpath, jpath}, *flags[2] = {"-o", "-o"};
+    if (vx_outputs_prepare(outs, flags, 2, NULL, 0, 1)) return -1;
 
     char *text = vx__manifest(g, s);
     if (!text) return -1;
-    /* both files go to temporary names first; rename only when both are complete */
-    int rc = vx_npy_write_grid(gtmp, g, half);
-    if (rc == 0) rc = vx_write_file_atomic(jtmp, text, strlen(text));
+    /* both files go to temporary names first; renamed only when both are complete */
+    vx_outputs_stage_begin();
+    int rc = vx_npy_write_grid(gpath, g, half);
+    if (rc == 0) rc = vx_write_file_atomic(jpath, text, strlen(text));
     free(text);
-    if (rc != 0) {
-        remove(gtmp);
-        remove(jtmp);
-        return -1;
-    }
-    if (vx_commit_temp(gtmp, gpath, 1)) { remove(jtmp); return -1; }
-    return vx_commit_temp(jtmp, jpath, 1);
+    return vx_outputs_stage_end(rc == 0);
 }
 
 /* ---- the command ------------------------------------------------------------------------ */

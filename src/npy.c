@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,8 +138,11 @@ int vx_npy_load_buffer(const unsigned char *buf, size_t len, const char *what, v
     *out = NULL;
     size_t n, bytes;
     if (vx_npy_parse_header(buf, len, what, h) || vx__payload_count(h, len, what, &n)) return -1;
-    if (vx_mul_size(n, sizeof(float), &bytes) || bytes > VX_MAX_GRID_BYTES)
-        return vx_error("%s: array of %zu elements is too large", what, n);
+    if (vx_mul_size(n, sizeof(float), &bytes) || bytes > vx_mem_budget()) {
+        char w[1200];
+        snprintf(w, sizeof w, "%s: array of %zu elements", what, n);
+        return vx_mem_refuse(w, n > SIZE_MAX / 4 ? SIZE_MAX : n * 4);
+    }
     float *f = vx_malloc(bytes, what);
     if (!f) return -1;
     const unsigned char *p = buf + h->data_offset;
@@ -151,8 +155,8 @@ int vx_npy_load_buffer(const unsigned char *buf, size_t len, const char *what, v
 int vx_npy_load_grid(const char *path, vx_grid *g) {
     memset(g, 0, sizeof *g);
     /* read the header first, then check the file size before reading the payload */
-    FILE *f = fopen(path, "rb");
-    if (!f) return vx_error("%s: cannot open: %s", path, strerror(errno));
+    FILE *f = vx_fopen_read(path);
+    if (!f) return -1;
     unsigned char head[65536 + 16];
     size_t got = fread(head, 1, sizeof head, f);
     if (fseek(f, 0, SEEK_END) != 0) { fclose(f); return vx_error("%s: cannot seek", path); }
@@ -221,9 +225,33 @@ int vx_npy_write_f32(const char *path, const float *data, int ndim, const size_t
     return vx__write_npy(path, data, 4, "<f4", ndim, shape);
 }
 
+int vx_npy_grid_fits_int(const vx_grid *g) {
+    if (g->src_dtype != VX_DT_U8 && g->src_dtype != VX_DT_U16) return 0;
+    float top = g->src_dtype == VX_DT_U8 ? 255.0f : 65535.0f;
+    size_t n = vx_grid_count(g);
+    for (size_t i = 0; i < n; i++) {
+        float v = g->data[i];
+        if (!(v >= 0.0f && v <= top) || v != floorf(v)) return 0;
+    }
+    return 1;
+}
+
 int vx_npy_write_grid(const char *path, const vx_grid *g, int half) {
     size_t shape[4] = {(size_t)g->nz, (size_t)g->ny, (size_t)g->nx, (size_t)g->nc};
     int ndim = g->nc == 1 ? 3 : 4;
+    if (!half && vx_npy_grid_fits_int(g)) { /* keep the stored width: no 4x copy of a uint8 scan */
+        size_t n = vx_grid_count(g), es = vx_dtype_size(g->src_dtype);
+        unsigned char *buf = vx_malloc(n * es, path);
+        if (!buf) return -1;
+        for (size_t i = 0; i < n; i++) {
+            unsigned v = (unsigned)g->data[i];
+            if (es == 1) buf[i] = (unsigned char)v;
+            else { buf[2 * i] = (unsigned char)v; buf[2 * i + 1] = (unsigned char)(v >> 8); }
+        }
+        int rc = vx__write_npy(path, buf, es, es == 1 ? "|u1" : "<u2", ndim, shape);
+        free(buf);
+        return rc;
+    }
     if (!half) return vx__write_npy(path, g->data, 4, "<f4", ndim, shape);
     size_t n = vx_grid_count(g);
     uint16_t *hbuf = vx_malloc(n * 2, path);

@@ -32,7 +32,11 @@ int vx_npy_load_buffer(const unsigned char *buf, size_t len, const char *what, v
 
 /* Write float32 array of `ndim` dims (C order) atomically. */
 int vx_npy_write_f32(const char *path, const float *data, int ndim, const size_t *shape);
-/* Write a grid as float32 (Z, Y, X, C), or (Z, Y, X) when nc == 1; half=1 writes float16. */
+/* 1 when the grid came from uint8/uint16 and every value is still such an integer. */
+int vx_npy_grid_fits_int(const vx_grid *g);
+/* Write a grid (Z, Y, X, C), or (Z, Y, X) when nc == 1: as uint8/uint16 when
+ * vx_npy_grid_fits_int (the file keeps the source's width), else float32; half=1 writes
+ * float16. */
 int vx_npy_write_grid(const char *path, const vx_grid *g, int half);
 
 #ifdef __cplusplus

@@ -190,6 +190,7 @@ static int vx__parse_manifest(const char *file, const vx_load_opts *o, vx_scene 
     unsigned char *text;
     size_t len;
     if (vx_read_file(file, 16u << 20, &text, &len)) return -1;
+    if (vx_json_refuse_nul((const char *)text, len, file)) { free(text); return -1; }
     cJSON *root = cJSON_ParseWithLength((const char *)text, len);
     long bad_at = root || !cJSON_GetErrorPtr() ? -1L : (long)(cJSON_GetErrorPtr() - (const char *)text);
     free(text);
@@ -205,10 +206,10 @@ static int vx__parse_manifest(const char *file, const vx_load_opts *o, vx_scene 
     if (vx__str(v, file, "grid", &str)) goto done;
     char dir[1024], gpath[2048];
     vx_dirname(file, dir, sizeof dir);
-    vx_path_join(dir, str, gpath, sizeof gpath);
+    if (vx_path_join(dir, str, gpath, sizeof gpath)) goto done;
     {
-        FILE *probe = fopen(gpath, "rb");
-        if (!probe) { vx_error("%s: 'grid' names %s, which cannot be opened", file, gpath); goto done; }
+        FILE *probe = vx_fopen_read(gpath);
+        if (!probe) { char m2[1024]; snprintf(m2, sizeof m2, "%s", vx_errmsg()); vx_error("%s: 'grid' names a file that cannot be opened: %s", file, m2); goto done; }
         fclose(probe);
     }
     int has_dec;
@@ -317,6 +318,8 @@ int vx_scene_load(const char *path, const vx_load_opts *opts, vx_scene *s) {
     s->up[1] = 1.0;
     s->fov_deg = 40.0;
     char file[1000];
+    if (strlen(path) > sizeof file - sizeof "/scene.json")
+        return vx_error("%.80s...: path is longer than %zu bytes", path, sizeof file - sizeof "/scene.json");
     if (vx__is_dir(path)) snprintf(file, sizeof file, "%s/scene.json", path);
     else snprintf(file, sizeof file, "%s", path);
     snprintf(s->path, sizeof s->path, "%s", file);
@@ -362,21 +365,79 @@ int vx_scene_load(const char *path, const vx_load_opts *opts, vx_scene *s) {
     if (!rc) {
         size_t n = vx_grid_count(&s->grid);
         for (size_t i = 0; i < n; i++)
-            if (!isfinite(s->grid.data[i])) {
-                rc = vx_error("%s: grid value %zu (voxel %zu, channel %zu) is not finite", s->grid.source, i,
-                              i / (size_t)s->grid.nc, i % (size_t)s->grid.nc);
+            if (!(fabsf(s->grid.data[i]) <= VX_MAX_GRID_VALUE)) { /* also NaN */
+                rc = vx_error("%s: grid value %zu (voxel %zu, channel %zu) is %g; values must be finite and "
+                              "within +-%g (sums of larger ones overflow float)", s->grid.source, i,
+                              i / (size_t)s->grid.nc, i % (size_t)s->grid.nc, s->grid.data[i], VX_MAX_GRID_VALUE);
                 break;
             }
     }
+    if (!rc) vx_scene_find_content(s);
     if (rc) vx_scene_free(s);
     return rc;
 }
 
 void vx_scene_free(vx_scene *s) { vx_grid_free(&s->grid); }
 
+void vx_scene_find_content(vx_scene *s) {
+    const vx_grid *g = &s->grid;
+    s->has_content = 0;
+    if (s->dec.type != VX_DEC_SCALAR || !g->data) return;
+    /* per-axis profiles of decoded density: the box holding all but 0.2% of the density
+     * on each side, so that faint noise in the air does not stretch it to the grid */
+    int n[3] = {g->nx, g->ny, g->nz};
+    double *prof[3];
+    prof[0] = vx_calloc((size_t)(n[0] + n[1] + n[2]), sizeof(double), "content profile");
+    if (!prof[0]) { vx_clear_error(); return; }
+    prof[1] = prof[0] + n[0];
+    prof[2] = prof[1] + n[1];
+    float rgb[3], raw[VX_MAX_CHANNELS] = {0};
+    vx_vec3 dir = vx_v3(0, 0, 1);
+    double total = 0;
+    size_t i = 0;
+    for (int z = 0; z < g->nz; z++)
+        for (int y = 0; y < g->ny; y++)
+            for (int x = 0; x < g->nx; x++, i++) {
+                raw[0] = g->data[i * (size_t)g->nc];
+                float sigma = vx_decode(&s->dec, raw, dir, rgb);
+                if (!(sigma > 0.0f)) continue;
+                prof[0][x] += sigma; prof[1][y] += sigma; prof[2][z] += sigma;
+                total += sigma;
+            }
+    float blo[3], bhi[3];
+    vx_grid_index_box(g, blo, bhi);
+    double ilo[3], ihi[3];
+    int smaller = 0;
+    for (int a = 0; a < 3 && total > 0; a++) {
+        int lo = 0, hi = n[a] - 1;
+        for (double acc = 0; lo < n[a] - 1 && (acc += prof[a][lo]) < 0.002 * total; lo++) {}
+        for (double acc = 0; hi > lo && (acc += prof[a][hi]) < 0.002 * total; hi--) {}
+        ilo[a] = fmax(lo - 1.0, blo[a]);
+        ihi[a] = fmin(hi + 1.0, bhi[a]);
+        smaller |= ilo[a] > blo[a] || ihi[a] < bhi[a];
+    }
+    free(prof[0]);
+    if (!(total > 0) || !smaller) return; /* nothing visible, or all of it: the grid box */
+    for (int a = 0; a < 3; a++) { s->content_lo[a] = INFINITY; s->content_hi[a] = -INFINITY; }
+    for (int c = 0; c < 8; c++) {
+        double p[3] = {c & 1 ? ihi[0] : ilo[0], c & 2 ? ihi[1] : ilo[1], c & 4 ? ihi[2] : ilo[2]};
+        for (int a = 0; a < 3; a++) {
+            const double *m = g->i2w + 4 * a;
+            double w = m[0] * p[0] + m[1] * p[1] + m[2] * p[2] + m[3];
+            s->content_lo[a] = fmin(s->content_lo[a], w);
+            s->content_hi[a] = fmax(s->content_hi[a], w);
+        }
+    }
+    s->has_content = 1;
+}
+
 void vx_scene_default_camera(const vx_scene *s, double eye[3], double target[3], double up[3], double *fov_deg) {
     double lo[3], hi[3];
     vx_grid_world_bounds(&s->grid, lo, hi);
+    if (s->has_content) {
+        memcpy(lo, s->content_lo, sizeof lo);
+        memcpy(hi, s->content_hi, sizeof hi);
+    }
     for (int a = 0; a < 3; a++) target[a] = 0.5 * (lo[a] + hi[a]);
     double fov = 40.0, az = 35.0 * M_PI / 180.0, el = 25.0 * M_PI / 180.0, dir[3];
     if (s->z_up) { /* look from the front (+Y, anterior in RAS), Z up */

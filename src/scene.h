@@ -16,6 +16,7 @@ typedef struct {
     double spacing[3];      /* --spacing for raw files (0: 1) */
     int volume_index;       /* 4-D files: which volume (default 0) */
     const char *preset;     /* transfer-function preset to use instead of the default */
+    int allow_outside_data; /* detached data may lie outside the header's directory */
 } vx_load_opts;
 
 typedef struct {
@@ -28,6 +29,8 @@ typedef struct {
     double eye[3], target[3], up[3], fov_deg;
     char name[256];         /* shown in window titles and info */
     char path[1024];        /* what was opened */
+    int has_content;        /* scalar volumes: content_lo/hi hold the world box of the voxels */
+    double content_lo[3], content_hi[3]; /* that decode to density > 0 (the default camera frames it) */
 } vx_scene;
 
 /* Open SCENE: a manifest (.json), a directory holding scene.json, a .npy grid, or a
@@ -47,8 +50,14 @@ const char *vx_tf_preset_names(void);
 /* Check decoder/grid agreement and finite values; message names `where`. */
 int vx_decoder_validate(const vx_decoder *d, int channels, const char *where);
 
-/* The default camera: looks at the world box centre from azimuth 35, elevation 25,
- * far enough that the bounding sphere fits the horizontal field of view. */
+/* Scalar volumes: find the box of the voxels whose decoded density is > 0 (one voxel of
+ * margin) and set has_content when it is smaller than the grid; call again after the
+ * decoder changes (--window, --preset). Other decoders: has_content = 0. */
+void vx_scene_find_content(vx_scene *s);
+
+/* The default camera: looks at the centre of the world box (of the content box for
+ * scalar volumes) from azimuth 35, elevation 25, near enough that the box fills the
+ * horizontal field of view. */
 void vx_scene_default_camera(const vx_scene *s, double eye[3], double target[3], double up[3],
                              double *fov_deg);
 

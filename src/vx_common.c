@@ -2,8 +2,10 @@
  * used by every host module (see vx_common.h). */
 #include "vx_common.h"
 #include "vx_math.h"
+#include "outputs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -36,6 +38,61 @@ void vx_warn(const char *fmt, ...) {
     va_end(ap);
 }
 
+static size_t vx__mem_budget;
+
+size_t vx_mem_budget(void) {
+    if (vx__mem_budget) return vx__mem_budget;
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    size_t half = pages > 0 && psize > 0 ? (size_t)pages / 2 * (size_t)psize : VX_MAX_GRID_BYTES;
+    return half < VX_MAX_GRID_BYTES ? half : VX_MAX_GRID_BYTES;
+}
+
+void vx_mem_budget_set(size_t bytes) { vx__mem_budget = bytes; }
+
+static void vx__human(size_t b, char *buf, size_t cap) {
+    if (b >= ((size_t)1 << 30)) snprintf(buf, cap, "%.1f GiB", (double)b / (1 << 30));
+    else if (b >= ((size_t)1 << 20)) snprintf(buf, cap, "%.1f MiB", (double)b / (1 << 20));
+    else snprintf(buf, cap, "%.1f KiB", (double)b / 1024);
+}
+
+int vx_mem_refuse(const char *what, size_t need) {
+    char n[32], have[32];
+    vx__human(need, n, sizeof n);
+    vx__human(vx_mem_budget(), have, sizeof have);
+    if (vx__mem_budget) return vx_error("%s needs %s in memory, more than the %s --max-memory allows", what, n, have);
+    return vx_error("%s needs %s in memory, more than the %s allowed (half of this machine's memory, at "
+                    "most 16 GiB); raise it with --max-memory SIZE", what, n, have);
+}
+
+int vx_parse_bytes(const char *s, size_t *out) {
+    char *end;
+    errno = 0;
+    double x = strtod(s, &end);
+    double unit = 1;
+    if (*end == 'k' || *end == 'K') unit = 1024.0, end++;
+    else if (*end == 'm' || *end == 'M') unit = 1024.0 * 1024, end++;
+    else if (*end == 'g' || *end == 'G') unit = 1024.0 * 1024 * 1024, end++;
+    else if (*end == 't' || *end == 'T') unit = 1024.0 * 1024 * 1024 * 1024, end++;
+    if (*end == 'i' && unit > 1) end++;
+    if (*end == 'B' || *end == 'b') end++;
+    if (end == s || *end || errno || !isfinite(x) || x < 1 || x * unit > 1e18) return -1;
+    *out = (size_t)(x * unit);
+    return 0;
+}
+
+static int vx__quiet;
+void vx_set_quiet(int quiet) { vx__quiet = quiet; }
+
+void vx_note(const char *fmt, ...) {
+    if (vx__quiet) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("voxray: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
 void *vx_malloc(size_t n, const char *what) {
     void *p = malloc(n ? n : 1);
     if (!p) vx_error("out of memory allocating %zu bytes for %s", n, what);
@@ -60,15 +117,38 @@ int vx_mul_size4(size_t a, size_t b, size_t c, size_t d, size_t *out) {
     return 0;
 }
 
+FILE *vx_fopen_read(const char *path) {
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) { vx_error("%s: cannot open: %s", path, strerror(errno)); return NULL; }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        vx_error("%s: not a regular file", path);
+        return NULL;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    FILE *f = fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0 ? NULL : fdopen(fd, "rb");
+    if (!f) { vx_error("%s: cannot open: %s", path, strerror(errno)); close(fd); }
+    return f;
+}
+
+int vx_check_regular(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) return vx_error("%s: cannot open: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) return vx_error("%s: not a regular file", path);
+    return 0;
+}
+
 int vx_read_file(const char *path, size_t max_bytes, unsigned char **data, size_t *len) {
     *data = NULL;
     *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return vx_error("%s: cannot open: %s", path, strerror(errno));
+    FILE *f = vx_fopen_read(path);
+    if (!f) return -1;
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fileno(f), &st) != 0) {
         fclose(f);
-        return vx_error("%s: not a regular file", path);
+        return vx_error("%s: cannot stat: %s", path, strerror(errno));
     }
     if ((unsigned long long)st.st_size > max_bytes) {
         fclose(f);
@@ -79,9 +159,10 @@ int vx_read_file(const char *path, size_t max_bytes, unsigned char **data, size_
     unsigned char *buf = vx_malloc(n + 1, path);
     if (!buf) { fclose(f); return -1; }
     if (n && fread(buf, 1, n, f) != n) {
+        int e = ferror(f) ? errno : 0;
         free(buf);
         fclose(f);
-        return vx_error("%s: read failed", path);
+        return vx_error("%s: read failed: %s", path, e ? strerror(e) : "file is shorter than its size");
     }
     fclose(f);
     buf[n] = 0;
@@ -92,10 +173,13 @@ int vx_read_file(const char *path, size_t max_bytes, unsigned char **data, size_
 
 void vx_temp_name(const char *path, char *buf, size_t cap) {
     snprintf(buf, cap, "%s.tmp.%ld", path, (long)getpid());
+    vx_outputs_track(buf);
 }
 
 int vx_commit_temp(const char *tmp, const char *path, int ok) {
-    if (!ok) { remove(tmp); return -1; }
+    if (!ok) { remove(tmp); vx_outputs_untrack(tmp); return -1; }
+    if (vx_outputs_defer(tmp, path)) return 0;
+    vx_outputs_untrack(tmp);
     if (rename(tmp, path) != 0) {
         int e = errno;
         remove(tmp);
@@ -164,9 +248,22 @@ void vx_dirname(const char *path, char *buf, size_t cap) {
     buf[n] = 0;
 }
 
-void vx_path_join(const char *dir, const char *name, char *buf, size_t cap) {
-    if (name[0] == '/' || !dir || !dir[0] || strcmp(dir, ".") == 0) snprintf(buf, cap, "%s", name);
-    else snprintf(buf, cap, "%s/%s", dir, name);
+int vx_path_join(const char *dir, const char *name, char *buf, size_t cap) {
+    int n;
+    if (name[0] == '/' || !dir || !dir[0] || strcmp(dir, ".") == 0) n = snprintf(buf, cap, "%s", name);
+    else n = snprintf(buf, cap, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= cap) return vx_error("%s/%s: path is longer than %zu bytes", dir ? dir : "", name, cap - 1);
+    return 0;
+}
+
+int vx_json_refuse_nul(const char *text, size_t len, const char *file) {
+    for (size_t i = 0; i + 6 <= len; i++) {
+        if (text[i] != '\\') continue;
+        if (text[i + 1] == 'u' && !strncmp(text + i + 2, "0000", 4))
+            return vx_error("%s: a JSON string holds \\u0000, which voxray does not accept", file);
+        i++; /* skip the escaped character (an escaped backslash before u0000 is text, not a NUL) */
+    }
+    return 0;
 }
 
 int vx_mkdirs_for(const char *file_path) {

@@ -27,7 +27,9 @@ VX_HD float vx_len(vx_vec3 a) { return sqrtf(vx_dot(a, a)); }
 VX_HD vx_vec3 vx_norm(vx_vec3 a) { float l = vx_len(a); return l > 0 ? vx_scale(a, 1.0f / l) : a; }
 VX_HD float vx_minf(float a, float b) { return a < b ? a : b; }
 VX_HD float vx_maxf(float a, float b) { return a > b ? a : b; }
-VX_HD float vx_clampf(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
+/* NaN-safe: only a v that compares greater than lo survives, so NaN maps to lo (a NaN
+ * sample point must never become an index). */
+VX_HD float vx_clampf(float v, float lo, float hi) { return v > lo ? (v < hi ? v : hi) : lo; }
 
 /* splitmix64's output function: the stateful generator (vx_splitmix64) and the stateless
  * per-element hashes both backends draw from (vx_fit_hash) share it. */

@@ -515,7 +515,9 @@ static inline void fx_plenoxels_write(const fx_plenoxels *p, char *path, size_t 
     bufs[nb++] = fx_npy("<f4", "(3,)", c, 12, &len);
     FX_ADD("center.npy");
     int32_t bt = variant && !strcmp(variant, "basis-3") ? 3 : 1;
-    bufs[nb++] = fx_npy("<i4", "()", &bt, 4, &len);
+    double huge = 1e300; /* "basis-huge": a float64 basis_type no int can hold */
+    if (variant && !strcmp(variant, "basis-huge")) bufs[nb++] = fx_npy("<f8", "()", &huge, 8, &len);
+    else bufs[nb++] = fx_npy("<i4", "()", &bt, 4, &len);
     FX_ADD("basis_type.npy");
 #undef FX_ADD
     FX_CHECK(zip_close(z) == 0);

@@ -151,7 +151,7 @@ static void test_bad_manifests(void **state) {
         {"preset", "{\"grid\": \"scalar.npy\", \"decoder\": {\"type\": \"scalar\", \"preset\": \"rainbow\"}}", "preset 'rainbow' is unknown"},
         {"window", "{\"grid\": \"scalar.npy\", \"decoder\": {\"type\": \"scalar\", \"window\": [2, 1]}}", "lo < hi"},
         {"windowrgba", "{\"grid\": \"rgba.npy\", \"decoder\": {\"type\": \"rgba\", \"window\": [0, 1]}}", "only apply to the scalar decoder"},
-        {"nan", "{\"grid\": \"nan.npy\"}", "not finite"},
+        {"nan", "{\"grid\": \"nan.npy\"}", "must be finite"},
         {"align", "{\"grid\": \"rgba.npy\", \"align_corners\": 1}", "'align_corners' must be true or false"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

@@ -78,8 +78,14 @@ static int vx__bench_one(const vx_cli_common *cc, const vx_scene *s, int w, int 
         if (!ok) goto done;
     }
     double med = vx_median(t, frames);
-    printf("  %-10s %4dx%-4d %4dx%-4d %-5s %9.3f %9.0f %9.3f %10.2f %8.1f %6.0f%%\n", s->name, s->grid.nx,
-           s->grid.nz, w, h, cc->ropts.half ? "f16" : "f32", med, 1e3 / med, e2e, samples / (med * 1e-3) / 1e9,
+    /* e2e (kernel + copy back) only exists on CUDA; on the CPU ms/frame is already end to
+     * end, and samples/s is given in millions (CPU rates are a few hundred M/s) */
+    char e2e_s[32] = "-", rate_s[32];
+    if (use_cuda) snprintf(e2e_s, sizeof e2e_s, "%.3f", e2e);
+    if (use_cuda) snprintf(rate_s, sizeof rate_s, "%.2f G", samples / (med * 1e-3) / 1e9);
+    else snprintf(rate_s, sizeof rate_s, "%.1f M", samples / (med * 1e-3) / 1e6);
+    printf("  %-10s %4dx%-4d %4dx%-4d %-5s %9.3f %9.0f %9s %10s %8.1f %6.0f%%\n", s->name, s->grid.nx,
+           s->grid.nz, w, h, cc->ropts.half ? "f16" : "f32", med, 1e3 / med, e2e_s, rate_s,
            hit ? (double)samples / hit : 0.0, 100 * empty);
     rc = 0;
 done:
@@ -127,7 +133,7 @@ static int vx__bench_render(int argc, char **argv) {
         printf("backend: cpu\n");
     }
     printf("  %-10s %-9s %-9s %-5s %9s %9s %9s %10s %8s %7s\n", "scene", "grid", "size", "store", "ms/frame",
-           "frames/s", "e2e ms", "Gsamples/s", "spp ray", "empty");
+           "frames/s", "e2e ms", "samples/s", "spp ray", "empty");
     for (int k = 0; k < nscenes; k++) {
         vx_scene s;
         cc.scene_path = scenes[k];

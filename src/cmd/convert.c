@@ -10,12 +10,14 @@
 #include "commands.h"
 #include "formats.h"
 #include "npy.h"
+#include "outputs.h"
 #include "scene.h"
 #include "vx_common.h"
 
 static const char *vx__usage =
     "usage: voxray convert IN OUTDIR [--raw X,Y,Z,dtype[,endian]] [--spacing sx,sy,sz]\n"
-    "                      [--volume N] [--preset NAME] [--half]\n"
+    "                      [--volume N] [--preset NAME] [--half] [--allow-outside-data]\n"
+    "                      [--max-memory SIZE]\n"
     "Writes OUTDIR/grid.npy and OUTDIR/scene.json (open it with `voxray render OUTDIR`).\n";
 
 static const char *vx__dact_name(int a) {
@@ -64,8 +66,11 @@ static cJSON *vx__decoder_json(const vx_decoder *d) {
     return o;
 }
 
-/* The manifest: grid file, placement, decoder, background, a name. */
-static char *vx__manifest(const vx_grid *g, const vx_decoder *d, const char *name) {
+/* The manifest: grid file, placement, decoder, and the look of the direct render:
+ * background, step and camera (the scene's, else the default one, Z-up for volumes). */
+static char *vx__manifest(const vx_scene *s, const char *name) {
+    const vx_grid *g = &s->grid;
+    const vx_decoder *d = &s->dec;
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "name", name);
     cJSON_AddStringToObject(root, "grid", "grid.npy");
@@ -78,8 +83,23 @@ static char *vx__manifest(const vx_grid *g, const vx_decoder *d, const char *nam
     cJSON_AddItemToObject(root, "index_to_world", m);
     cJSON_AddBoolToObject(root, "align_corners", g->align_corners);
     cJSON_AddItemToObject(root, "decoder", vx__decoder_json(d));
-    double bg[3] = {0, 0, 0};
+    double bg[3] = {s->background[0], s->background[1], s->background[2]};
     cJSON_AddItemToObject(root, "background", vx__vec(bg, 3));
+    cJSON_AddNumberToObject(root, "step", s->step);
+    double eye[3], target[3], up[3], fov;
+    vx_scene_default_camera(s, eye, target, up, &fov);
+    if (s->has_camera) {
+        memcpy(eye, s->eye, sizeof eye);
+        memcpy(target, s->target, sizeof target);
+        memcpy(up, s->up, sizeof up);
+        fov = s->fov_deg;
+    }
+    cJSON *cam = cJSON_CreateObject();
+    cJSON_AddItemToObject(cam, "eye", vx__vec(eye, 3));
+    cJSON_AddItemToObject(cam, "target", vx__vec(target, 3));
+    cJSON_AddItemToObject(cam, "up", vx__vec(up, 3));
+    cJSON_AddNumberToObject(cam, "fov", fov);
+    cJSON_AddItemToObject(root, "camera", cam);
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     return text;
@@ -91,7 +111,7 @@ static const char *vx__basename(const char *p) {
 }
 
 int vx_cmd_convert(int argc, char **argv) {
-    const char *in = NULL, *out = NULL, *preset = NULL;
+    const char *in = NULL, *out = NULL;
     vx_load_opts lo;
     memset(&lo, 0, sizeof lo);
     int half = 0;
@@ -116,8 +136,17 @@ int vx_cmd_convert(int argc, char **argv) {
                 fprintf(stderr, "voxray convert: %s\n", vx_errmsg());
                 return 2;
             }
-        } else if (!strcmp(a, "--preset")) preset = lo.preset = argv[++i];
+        } else if (!strcmp(a, "--preset")) lo.preset = argv[++i];
         else if (!strcmp(a, "--half")) half = 1;
+        else if (!strcmp(a, "--allow-outside-data")) lo.allow_outside_data = 1;
+        else if (!strcmp(a, "--max-memory") && i + 1 < argc) {
+            size_t b;
+            if (vx_parse_bytes(argv[++i], &b)) {
+                fprintf(stderr, "voxray convert: --max-memory: '%s' is not a size such as 512M or 8G\n", argv[i]);
+                return 2;
+            }
+            vx_mem_budget_set(b);
+        }
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(vx__usage, stdout); return 0; }
         else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "voxray convert: unknown flag %s\n%s", a, vx__usage);
@@ -131,42 +160,43 @@ int vx_cmd_convert(int argc, char **argv) {
     }
     if (!in || !out) { fputs(vx__usage, stderr); return 2; }
 
-    vx_grid g;
-    vx_decoder d;
-    int has_dec = 0;
-    memset(&g, 0, sizeof g);
-    memset(&d, 0, sizeof d);
-    if (vx_format_load(in, &lo, &g, &d, &has_dec) != 0) {
+    /* the scene loader reads every input voxray renders (.npy and manifests included)
+     * and gives the decoder, background and camera the direct render would use */
+    vx_scene s;
+    if (vx_scene_load(in, &lo, &s) != 0) {
         fprintf(stderr, "voxray convert: %s\n", vx_errmsg());
         return 1;
     }
-    if (!has_dec && vx_scalar_decoder_init(&d, &g, preset) != 0) {
-        fprintf(stderr, "voxray convert: %s\n", vx_errmsg());
-        vx_grid_free(&g);
-        return 1;
-    }
+    vx_grid g = s.grid;
 
     char npy[4096], json[4096], probe[4096];
     vx_path_join(out, "grid.npy", npy, sizeof npy);
     vx_path_join(out, "scene.json", json, sizeof json);
     snprintf(probe, sizeof probe, "%s/.", out);
-    int rc = vx_mkdirs_for(probe);
+    char data_file[1024];
+    vx_format_data_file(s.grid.source, &lo, data_file, sizeof data_file);
+    const char *outs[2] = {npy, json}, *flags[2] = {"OUTDIR", "OUTDIR"};
+    const char *ins[4] = {in, s.path, s.grid.source, data_file[0] ? data_file : NULL};
+    int rc = vx_mkdirs_for(probe) || vx_outputs_prepare(outs, flags, 2, ins, 4, 1) ? -1 : 0;
     char *text = NULL;
-    if (rc == 0) rc = vx_npy_write_grid(npy, &g, half);
     if (rc == 0) {
-        text = vx__manifest(&g, &d, vx__basename(in));
-        rc = text ? vx_write_file_atomic(json, text, strlen(text))
-                  : vx_error("%s: cannot build the manifest", json);
-        if (rc != 0) remove(npy); /* no half-written output */
+        vx_outputs_stage_begin(); /* both files or neither */
+        rc = vx_npy_write_grid(npy, &g, half);
+        if (rc == 0) {
+            text = vx__manifest(&s, vx__basename(in));
+            rc = text ? vx_write_file_atomic(json, text, strlen(text))
+                      : vx_error("%s: cannot build the manifest", json);
+        }
+        rc = vx_outputs_stage_end(rc == 0);
     }
     free(text);
     if (rc != 0) {
         fprintf(stderr, "voxray convert: %s\n", vx_errmsg());
-        vx_grid_free(&g);
+        vx_scene_free(&s);
         return 1;
     }
     printf("wrote %s (%d x %d x %d x %d, %s) and %s\n", npy, g.nx, g.ny, g.nz, g.nc,
-           half ? "float16" : "float32", json);
-    vx_grid_free(&g);
+           half ? "float16" : vx_npy_grid_fits_int(&g) ? vx_dtype_name(g.src_dtype) : "float32", json);
+    vx_scene_free(&s);
     return 0;
 }

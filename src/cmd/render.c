@@ -2,15 +2,19 @@
  * transforms.json, written as PNG (plus optional depth/opacity maps) atomically, with a
  * progress bar on a terminal and one line per frame otherwise. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "backend.h"
 #include "cli.h"
 #include "commands.h"
+#include "formats.h"
 #include "image.h"
 #include "npy.h"
+#include "outputs.h"
 #include "vx_common.h"
 
 static void vx__render_help(void) {
@@ -53,18 +57,82 @@ static void vx__frame_name(const char *pattern, int multi, int k, char *out, siz
 #pragma GCC diagnostic pop
 }
 
+/* The four output names of frame k (NULL where not asked for); errors on names too long. */
+static int vx__frame_outputs(const char *const *pat, int multi, int k, char names[4][4096], const char *out[4]) {
+    for (int i = 0; i < 4; i++) {
+        out[i] = NULL;
+        if (!pat[i]) continue;
+        vx__frame_name(pat[i], multi, k, names[i], sizeof names[i]);
+        if (strlen(names[i]) >= sizeof names[i] - 1) return vx_error("%s: output name is too long", pat[i]);
+        out[i] = names[i];
+    }
+    return 0;
+}
+
 /* Camera of frame k: the NeRF path, the turntable orbit, or the flags. */
 static int vx__frame_camera(const vx_cli_common *c, const vx_scene *s, const vx_camera_path *camp, int turntable,
                             int k, vx_camera *cam) {
     if (camp->n) return vx_camera_from_c2w(cam, camp->c2w[k], camp->camera_angle_x, c->width, c->height);
-    if (turntable) {
-        vx_cli_common cc = *c;
-        cc.azimuth = (cc.has_azimuth ? cc.azimuth : 35.0) + 360.0 * k / turntable;
-        cc.has_azimuth = 1;
-        cc.has_eye = cc.has_target = 0;
-        return vx_cli_camera(&cc, s, c->width, c->height, cam);
-    }
+    if (turntable) return vx_cli_camera_turn(c, s, 360.0 * k / turntable, c->width, c->height, cam);
     return vx_cli_camera(c, s, c->width, c->height, cam);
+}
+
+/* ---- progress of one long frame: a watcher thread prints elapsed time once the frame
+ * has taken VOXRAY_PROGRESS_AFTER seconds (default 1.5): a \r-updated line on a terminal,
+ * else one line then one every 10 s. The renderer itself reports nothing mid-frame. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done, tty, w, h;
+    const char *backend;
+    double t0, after;
+} vx__watch;
+
+static void *vx__watch_main(void *arg) {
+    vx__watch *wt = arg;
+    int printed = 0;
+    double next = wt->after;
+    pthread_mutex_lock(&wt->mu);
+    while (!wt->done) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100000000L;
+        if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+        pthread_cond_timedwait(&wt->cv, &wt->mu, &ts);
+        double el = vx_now() - wt->t0;
+        if (wt->done || el < next) continue;
+        fprintf(stderr, "%svoxray: rendering %dx%d on the %s backend: %.1f s so far%s", wt->tty ? "\r" : "", wt->w,
+                wt->h, wt->backend, el, wt->tty ? "" : "\n");
+        printed = 1;
+        next = wt->tty ? el + 1.0 : el + 10.0;
+    }
+    pthread_mutex_unlock(&wt->mu);
+    if (printed && wt->tty) fputc('\n', stderr);
+    return NULL;
+}
+
+/* Render one frame, with the watcher when asked (progress) and the frame is single. */
+static int vx__render_watched(vx_renderer *r, const vx_camera *cam, vx_frame *f, int progress) {
+    if (!progress) return vx_renderer_render(r, cam, f);
+    vx__watch wt = {.tty = isatty(2), .w = cam->width, .h = cam->height, .backend = vx_renderer_backend_name(r),
+                    .t0 = vx_now(), .after = 1.5};
+    const char *env = getenv("VOXRAY_PROGRESS_AFTER");
+    if (env && atof(env) > 0) wt.after = atof(env);
+    pthread_t th;
+    pthread_mutex_init(&wt.mu, NULL);
+    pthread_cond_init(&wt.cv, NULL);
+    int started = pthread_create(&th, NULL, vx__watch_main, &wt) == 0;
+    int rc = vx_renderer_render(r, cam, f);
+    if (started) {
+        pthread_mutex_lock(&wt.mu);
+        wt.done = 1;
+        pthread_cond_signal(&wt.cv);
+        pthread_mutex_unlock(&wt.mu);
+        pthread_join(th, NULL);
+    }
+    pthread_cond_destroy(&wt.cv);
+    pthread_mutex_destroy(&wt.mu);
+    return rc;
 }
 
 static int vx__ext(const char *p, const char *e) {
@@ -113,6 +181,7 @@ int vx_cmd_render(int argc, char **argv) {
     }
     if (!c.scene_path) { fprintf(stderr, "voxray render: no SCENE given; see voxray render --help\n"); return 2; }
     if (!out) { fprintf(stderr, "voxray render: no output given (-o OUT.png)\n"); return 2; }
+    vx_set_quiet(quiet);
     if (turntable && path_file) { fprintf(stderr, "voxray render: use either --turntable or --path\n"); return 2; }
     int multi = turntable || path_file;
     const char *outs[4] = {out, depth_out[0], depth_out[1], opacity_out};
@@ -139,6 +208,13 @@ int vx_cmd_render(int argc, char **argv) {
         c.ropts.background[0] = c.ropts.background[1] = c.ropts.background[2] = 0.0f;
     }
     c.ropts.want_depth = depth_out[0] != NULL;
+    char data_file[1024];
+    vx_format_data_file(s.grid.source, &c.load, data_file, sizeof data_file);
+    const char *ins[5] = {c.scene_path, s.path, s.grid.source, path_file, data_file[0] ? data_file : NULL};
+    char names[4][4096];
+    const char *frame_outs[4];
+    if (vx__frame_outputs(outs, multi, 0, names, frame_outs) ||
+        vx_outputs_prepare(frame_outs, flags, 4, ins, 5, 1)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
     vx_camera cam;
     if (vx__frame_camera(&c, &s, &camp, turntable, 0, &cam)) { /* check before any work */
         fprintf(stderr, "voxray: %s%s%s\n", path_file ? path_file : "", path_file ? ": frame 0: " : "", vx_errmsg());
@@ -157,22 +233,21 @@ int vx_cmd_render(int argc, char **argv) {
             fprintf(stderr, "voxray: %s%sframe %d: %s\n", path_file ? path_file : "", path_file ? ": " : "", k, vx_errmsg());
             goto done;
         }
+        if (k > 0 && (vx__frame_outputs(outs, multi, k, names, frame_outs) ||
+                      vx_outputs_prepare(frame_outs, flags, 4, ins, 5, 0))) {
+            fprintf(stderr, "voxray: %s\n", vx_errmsg());
+            goto done;
+        }
         double t0 = vx_now();
-        if (vx_renderer_render(r, &cam, &f)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
+        if (vx__render_watched(r, &cam, &f, !quiet && !multi)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
         double ms = (vx_now() - t0) * 1e3;
-        char name[4096];
-        vx__frame_name(out, multi, k, name, sizeof name);
-        if (vx_mkdirs_for(name) || vx_image_write_png(name, &f, transparent)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
-        for (int d = 0; d < ndepth; d++) {
-            char dn[4096];
-            vx__frame_name(depth_out[d], multi, k, dn, sizeof dn);
-            if (vx_mkdirs_for(dn) || vx__write_map(dn, f.depth, f.alpha, f.width, f.height, 1)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
-        }
-        if (opacity_out) {
-            char on[4096];
-            vx__frame_name(opacity_out, multi, k, on, sizeof on);
-            if (vx_mkdirs_for(on) || vx__write_map(on, f.alpha, f.alpha, f.width, f.height, 0)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
-        }
+        const char *name = frame_outs[0];
+        /* all of this frame's files are written, then all renamed: never a partial set */
+        vx_outputs_stage_begin();
+        int wok = !vx_image_write_png(name, &f, transparent);
+        for (int d = 0; wok && d < ndepth; d++) wok = !vx__write_map(frame_outs[1 + d], f.depth, f.alpha, f.width, f.height, 1);
+        if (wok && opacity_out) wok = !vx__write_map(frame_outs[3], f.alpha, f.alpha, f.width, f.height, 0);
+        if (vx_outputs_stage_end(wok)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
         samples_all += (double)f.samples;
         rays_all += (double)f.width * f.height;
         double spr = (double)f.samples / ((double)f.width * f.height);

@@ -80,6 +80,8 @@ static int vx__info(int kind, const char *path, const vx_load_opts *opts, vx_vol
 int vx_format_load(const char *path, const vx_load_opts *opts, vx_grid *g, vx_decoder *dec,
                    int *has_decoder) {
     *has_decoder = 0;
+    if (strlen(path) >= sizeof ((vx_vol_info *)0)->path)
+        return vx_error("%.80s...: path is longer than %zu bytes", path, sizeof ((vx_vol_info *)0)->path - 1);
     int kind = vx__kind(path, opts);
     if (kind == VX_FMT_NPZ) {
         if (vx_plenoxels_load(path, g, dec) != 0) return -1;
@@ -88,9 +90,20 @@ int vx_format_load(const char *path, const vx_load_opts *opts, vx_grid *g, vx_de
     }
     vx_vol_info v;
     if (vx__info(kind, path, opts, &v) != 0) return -1;
+    v.allow_outside = opts && opts->allow_outside_data;
     if (vx_vol_read(&v, opts ? opts->volume_index : 0, g) != 0) return -1;
     snprintf(g->source, sizeof g->source, "%s", path);
     return 0;
+}
+
+void vx_format_data_file(const char *path, const vx_load_opts *opts, char *buf, size_t cap) {
+    if (cap) buf[0] = 0;
+    int kind = vx__kind(path, opts);
+    vx_vol_info v;
+    if (kind != VX_FMT_NONE && kind != VX_FMT_NPZ && vx__info(kind, path, opts, &v) == 0 &&
+        strcmp(v.data_path, v.path) != 0)
+        snprintf(buf, cap, "%s", v.data_path);
+    vx_clear_error();
 }
 
 int vx_format_describe(const char *path, const vx_load_opts *opts, char *buf, size_t cap) {

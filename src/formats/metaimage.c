@@ -2,6 +2,7 @@
  * .mhd + separate data file, CompressedData (zlib), byte order, spacing, Offset and
  * TransformMatrix (ITK's LPS world, converted to RAS). formats.c calls it. */
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,8 +53,9 @@ int vx_metaimage_info(const char *path, vx_vol_info *v) {
         if (!strcasecmp(key, "ObjectType")) {
             if (strcasecmp(val, "Image")) { vx_error("%s: ObjectType: '%s' is not Image", path, val); goto done; }
         } else if (!strcasecmp(key, "NDims")) {
-            ndims = atoi(val);
-            if (ndims < 1 || ndims > 8) { vx_error("%s: NDims: '%s' is not 1..8", path, val); goto done; }
+            long long nd;
+            ndims = vx_fmt_int(val, 1, 8, &nd) ? -1 : (int)nd;
+            if (ndims < 1) { vx_error("%s: NDims: '%s' is not 1..8", path, val); goto done; }
         } else if (!strcasecmp(key, "DimSize")) {
             nsize = vx_fmt_doubles(val, size, 8);
         } else if (!strcasecmp(key, "ElementSpacing") || !strcasecmp(key, "ElementSize")) {
@@ -75,13 +77,18 @@ int vx_metaimage_info(const char *path, vx_vol_info *v) {
         } else if (!strcasecmp(key, "CompressedData")) {
             compressed = vx__bool(val);
         } else if (!strcasecmp(key, "CompressedDataSize")) {
-            comp_size = atoll(val);
+            if (vx_fmt_int(val, 0, LLONG_MAX, &comp_size)) comp_size = -1;
             if (comp_size < 0) { vx_error("%s: CompressedDataSize: %s is negative", path, val); goto done; }
         } else if (!strcasecmp(key, "HeaderSize")) {
-            header_size = atoll(val);
+            if (vx_fmt_int(val, -1, LLONG_MAX, &header_size)) header_size = -2;
             if (header_size < -1) { vx_error("%s: HeaderSize: %s is not >= -1", path, val); goto done; }
         } else if (!strcasecmp(key, "ElementNumberOfChannels")) {
-            channels = atoi(val);
+            long long ch;
+            if (vx_fmt_int(val, 1, 64, &ch)) {
+                vx_error("%s: ElementNumberOfChannels: '%s' is not 1..64", path, val);
+                goto done;
+            }
+            channels = (int)ch;
         } else if (!strcasecmp(key, "BinaryData")) {
             if (!vx__bool(val)) { vx_error("%s: BinaryData: ASCII data is not supported", path); goto done; }
         } else if (!strcasecmp(key, "AnatomicalOrientation")) {
@@ -142,7 +149,7 @@ int vx_metaimage_info(const char *path, vx_vol_info *v) {
         }
         char dir[1024];
         vx_dirname(path, dir, sizeof dir);
-        vx_path_join(dir, file, v->data_path, sizeof v->data_path);
+        if (vx_path_join(dir, file, v->data_path, sizeof v->data_path)) goto done;
         v->data_offset = 0;
         if (header_size == -1) {
             if (compressed) { vx_error("%s: HeaderSize: -1 contradicts CompressedData", path); goto done; }

@@ -2,6 +2,7 @@
  * both endians, 3-D or 4-D (a trailing list/time axis), space directions/origin (oblique
  * included) -> RAS index-to-world. The payload is read by volume.c; formats.c calls this. */
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,8 +145,9 @@ int vx_nrrd_info(const char *path, vx_vol_info *v) {
                 goto done;
             }
         } else if (!strcasecmp(field, "dimension")) {
-            dim = atoi(val);
-            if (dim < 1 || dim > VX_NRRD_MAXDIM) {
+            long long d;
+            dim = vx_fmt_int(val, 1, VX_NRRD_MAXDIM, &d) ? -1 : (int)d;
+            if (dim < 1) {
                 vx_error("%s: dimension: '%s' is not 1..%d", path, val, VX_NRRD_MAXDIM);
                 goto done;
             }
@@ -173,7 +175,8 @@ int vx_nrrd_info(const char *path, vx_vol_info *v) {
             }
             space_dim = 3;
         } else if (!strcasecmp(field, "space dimension")) {
-            int sd = atoi(val);
+            long long sdl;
+            int sd = vx_fmt_int(val, 1, 16, &sdl) ? -1 : (int)sdl;
             if (sd != 3) { vx_error("%s: space dimension: %s (only 3 is supported)", path, val); goto done; }
             if (has_space && space_dim != sd) {
                 vx_error("%s: space dimension: %d contradicts space '%s'", path, sd, space_name);
@@ -211,7 +214,7 @@ int vx_nrrd_info(const char *path, vx_vol_info *v) {
                 goto done;
             }
         } else if (!strcasecmp(field, "line skip") || !strcasecmp(field, "lineskip")) {
-            line_skip = atoll(val);
+            if (vx_fmt_int(val, 0, LLONG_MAX, &line_skip)) line_skip = -1;
             if (line_skip != 0) { vx_error("%s: line skip: %s is not supported", path, val); goto done; }
         } else if (!strcasecmp(field, "kinds")) {
             char *save = NULL;
@@ -290,7 +293,12 @@ int vx_nrrd_info(const char *path, vx_vol_info *v) {
         memset(v->i2w, 0, sizeof v->i2w);
         for (int k = 0; k < 3; k++) {
             double s = nsp == dim ? sp[sa[k]] : 1.0;
-            v->i2w[5 * k] = isfinite(s) && s != 0 ? s : 1.0;
+            if (!isfinite(s) || s == 0) {
+                vx_error("%s: spacings: axis %d has spacing %g (expected a finite non-zero number)",
+                         path, sa[k], s);
+                goto done;
+            }
+            v->i2w[5 * k] = s;
         }
     }
     if (has_origin) for (int r = 0; r < 3; r++) v->i2w[4 * r + 3] = origin[r];
@@ -306,7 +314,7 @@ int vx_nrrd_info(const char *path, vx_vol_info *v) {
     if (data_file[0]) {
         char dir[1024];
         vx_dirname(path, dir, sizeof dir);
-        vx_path_join(dir, data_file, v->data_path, sizeof v->data_path);
+        if (vx_path_join(dir, data_file, v->data_path, sizeof v->data_path)) goto done;
         v->data_offset = 0;
     } else if (!attached) {
         vx_error("%s: header: no blank line before the data and no 'data file' field", path);
@@ -316,6 +324,10 @@ int vx_nrrd_info(const char *path, vx_vol_info *v) {
         if (enc != VX_ENC_RAW) { vx_error("%s: byte skip: -1 is only valid for raw encoding", path); goto done; }
         v->data_at_end = 1;
     } else if (enc == VX_ENC_RAW) {
+        if (byte_skip > LLONG_MAX / 4 - v->data_offset) {
+            vx_error("%s: byte skip: %lld is beyond any file", path, byte_skip);
+            goto done;
+        }
         v->data_offset += byte_skip;
     } else {
         v->gz_skip = byte_skip;

@@ -26,9 +26,11 @@ static int vx__member(zip_t *z, const char *path, const char *name, int required
     zip_stat_init(&st);
     if (zip_stat_index(z, (zip_uint64_t)idx, 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE))
         return vx_error("%s: member %s: no size in the zip directory", path, name);
-    if (st.size > VX_MAX_GRID_BYTES)
-        return vx_error("%s: member %s: %llu bytes, more than the %zu allowed", path, name,
-                        (unsigned long long)st.size, VX_MAX_GRID_BYTES);
+    if (st.size > vx_mem_budget()) {
+        char what[1200];
+        snprintf(what, sizeof what, "%s: member %s", path, name);
+        return vx_mem_refuse(what, (size_t)st.size);
+    }
     size_t want = (size_t)st.size, cap = want < ((size_t)1 << 20) ? want : ((size_t)1 << 20), got = 0;
     zip_file_t *f = zip_fopen_index(z, (zip_uint64_t)idx, 0);
     if (!f) return vx_error("%s: member %s: cannot open (%s)", path, name, zip_strerror(z));
@@ -132,10 +134,10 @@ static int vx__facts(zip_t *z, const char *path, vx_plenoxels_facts *p) {
         free(b);
         if (vx__vector(z, path, "basis_type.npy", 1, &bt) != 0) return -1;
     }
-    p->basis_type = (int)bt;
-    if (p->basis_type != 1)
+    if (bt != 1) /* compared as a double: a huge value must not reach an int cast */
         return vx_error("%s: member basis_type.npy: %g (only 1 = spherical harmonics is supported; "
                         "3-D texture and MLP bases are not)", path, bt);
+    p->basis_type = 1;
     return 0;
 }
 
@@ -205,6 +207,14 @@ int vx_plenoxels_load(const char *path, vx_grid *g, vx_decoder *dec) {
     p.sh_dtype = sh_h.dtype;
 
     int nc = 1 + (int)cols;
+    /* the dense grid next to the links, densities and coefficients already held: a
+     * tiny .npz of zeros can announce a huge lattice */
+    size_t dense, held = ll + (p.n_points * (1 + cols)) * sizeof(float);
+    if (vx_mul_size(nl, (size_t)nc, &dense) || dense > vx_mem_budget() || held > vx_mem_budget() - dense) {
+        snprintf(what, sizeof what, "%s: %d x %d x %d lattice with %d channels", path, p.res[0], p.res[1], p.res[2], nc);
+        vx_mem_refuse(what, dense > SIZE_MAX - held ? SIZE_MAX : dense + held);
+        goto done;
+    }
     if (vx_grid_alloc(g, p.res[0], p.res[1], p.res[2], nc, path) != 0) goto done;
     memset(g->data, 0, vx_grid_count(g) * sizeof(float)); /* empty links: zero density */
     const unsigned char *lp = lb + lh.data_offset;

@@ -45,12 +45,18 @@ int vx_vol_check(const vx_vol_info *v) {
         vx_mul_size(bytes, (size_t)v->nvol, &total) || total > (size_t)LLONG_MAX / 2)
         return vx_error("%s: sizes %lld x %lld x %lld x %lld overflow", v->path, v->dims[0],
                         v->dims[1], v->dims[2], v->nvol);
-    if (fbytes > VX_MAX_GRID_BYTES)
-        return vx_error("%s: sizes %lld x %lld x %lld need %zu bytes as float32, more than the "
-                        "%zu allowed", v->path, v->dims[0], v->dims[1], v->dims[2], fbytes,
-                        VX_MAX_GRID_BYTES);
+    /* the float32 grid and, while it is converted, one volume as stored */
+    if (fbytes > vx_mem_budget() || bytes > vx_mem_budget() - fbytes) {
+        char what[1200];
+        snprintf(what, sizeof what, "%s: %lld x %lld x %lld %s", v->path, v->dims[0], v->dims[1],
+                 v->dims[2], vx_dtype_name(v->dtype));
+        return vx_mem_refuse(what, fbytes + bytes);
+    }
     if (v->data_offset < 0 || v->gz_skip < 0 || v->comp_size < 0)
         return vx_error("%s: negative data offset", v->path);
+    if (v->data_offset > LLONG_MAX / 4 || v->gz_skip > LLONG_MAX / 4 || v->comp_size > LLONG_MAX / 4)
+        return vx_error("%s: data offset %lld / skip %lld is beyond any file", v->path,
+                        v->data_offset, v->gz_skip);
     for (int i = 0; i < 12; i++)
         if (!isfinite(v->i2w[i]))
             return vx_error("%s: %s placement (spacing/directions/origin) is not finite", v->path,
@@ -79,8 +85,8 @@ int vx_fmt_read_head(const char *path, size_t max, unsigned char **buf, size_t *
     long long size;
     if (vx_fmt_file_size(path, &size) != 0) return -1;
     size_t n = (size_t)size < max ? (size_t)size : max;
-    FILE *f = fopen(path, "rb");
-    if (!f) return vx_error("%s: cannot open: %s", path, strerror(errno));
+    FILE *f = vx_fopen_read(path);
+    if (!f) return -1;
     unsigned char *b = vx_malloc(n + 1, path);
     if (!b) { fclose(f); return -1; }
     size_t got = fread(b, 1, n, f);
@@ -93,7 +99,7 @@ int vx_fmt_read_head(const char *path, size_t max, unsigned char **buf, size_t *
 
 int vx_fmt_is_gzip(const char *path) {
     unsigned char m[2] = {0, 0};
-    FILE *f = fopen(path, "rb");
+    FILE *f = vx_fopen_read(path);
     if (!f) return 0;
     size_t n = fread(m, 1, 2, f);
     fclose(f);
@@ -111,6 +117,16 @@ char *vx_fmt_trim(char *s) {
     while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
         s[--n] = 0;
     return s;
+}
+
+int vx_fmt_int(const char *s, long long lo, long long hi, long long *out) {
+    char *end;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    while (isspace((unsigned char)*end)) end++;
+    if (end == s || *end || errno == ERANGE || x < lo || x > hi) return -1;
+    *out = x;
+    return 0;
 }
 
 int vx_fmt_doubles(const char *s, double *out, int max) {
@@ -189,8 +205,8 @@ int vx_gz_read(const char *path, long long offset, long long comp_size, size_t s
                int allow_short, unsigned char **out, size_t *got_out, const char *what) {
     *out = NULL;
     if (got_out) *got_out = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return vx_error("%s: cannot open: %s", path, strerror(errno));
+    FILE *f = vx_fopen_read(path);
+    if (!f) return -1;
     if (fseeko(f, (off_t)offset, SEEK_SET) != 0) {
         fclose(f);
         return vx_error("%s: %s: cannot seek to byte %lld", path, what, offset);
@@ -294,8 +310,28 @@ done:
 }
 
 /* ---- payload ---------------------------------------------------------------------------- */
+
+/* The data-file error names the header too; the message already names the data file. */
+static int vx__data_error(const vx_vol_info *v) {
+    if (strcmp(v->data_path, v->path) == 0) return -1;
+    char m[1024];
+    snprintf(m, sizeof m, "%s", vx_errmsg());
+    return vx_error("%s: data file %s", v->path, m);
+}
+
+int vx_vol_data_inside(const vx_vol_info *v) {
+    if (v->allow_outside || strcmp(v->data_path, v->path) == 0) return 0;
+    char dir[1024], rdir[PATH_MAX], rdata[PATH_MAX];
+    vx_dirname(v->path, dir, sizeof dir);
+    if (!realpath(dir, rdir)) return vx_error("%s: cannot resolve its directory: %s", v->path, strerror(errno));
+    if (!realpath(v->data_path, rdata)) return 0; /* missing: the read reports it */
+    size_t n = strlen(rdir);
+    if (!strcmp(rdir, "/") || (!strncmp(rdata, rdir, n) && rdata[n] == '/')) return 0;
+    return vx_error("%s: data file %s is outside the header's directory %s; pass "
+                    "--allow-outside-data to read it", v->path, v->data_path, rdir);
+}
 int vx_vol_read(const vx_vol_info *v, int index, vx_grid *g) {
-    if (vx_vol_check(v) != 0) return -1;
+    if (vx_vol_check(v) != 0 || vx_vol_data_inside(v) != 0) return -1;
     if (index < 0 || index >= v->nvol)
         return vx_error("%s: volume %d requested but the file holds %lld (0..%lld)", v->path,
                         index, v->nvol, v->nvol - 1);
@@ -306,11 +342,7 @@ int vx_vol_read(const vx_vol_info *v, int index, vx_grid *g) {
     unsigned char *raw = NULL;
     if (v->encoding == VX_ENC_RAW) {
         long long size;
-        if (vx_fmt_file_size(v->data_path, &size) != 0) {
-            if (strcmp(v->data_path, v->path) != 0)
-                return vx_error("%s: data file %s: %s", v->path, v->data_path, strerror(errno));
-            return -1;
-        }
+        if (vx_fmt_file_size(v->data_path, &size) != 0) return vx__data_error(v);
         long long off = v->data_at_end ? size - total : v->data_offset;
         if (off < 0 || off > size || size - off < total)
             return vx_error("%s: payload: %lld x %lld x %lld x %lld %s needs %lld bytes at offset "
@@ -319,8 +351,8 @@ int vx_vol_read(const vx_vol_info *v, int index, vx_grid *g) {
                             total, v->data_at_end ? 0 : off, v->data_path, size);
         if (size - off > total)
             vx_warn("%s: %lld bytes after the payload ignored", v->data_path, size - off - total);
-        FILE *f = fopen(v->data_path, "rb");
-        if (!f) return vx_error("%s: cannot open: %s", v->data_path, strerror(errno));
+        FILE *f = vx_fopen_read(v->data_path);
+        if (!f) return -1;
         raw = vx_malloc(vbytes, v->path);
         if (!raw || fseeko(f, (off_t)(off + (long long)vbytes * index), SEEK_SET) != 0 ||
             fread(raw, 1, vbytes, f) != vbytes) {
@@ -331,11 +363,7 @@ int vx_vol_read(const vx_vol_info *v, int index, vx_grid *g) {
         fclose(f);
     } else {
         long long fs;
-        if (vx_fmt_file_size(v->data_path, &fs) != 0) {
-            if (strcmp(v->data_path, v->path) != 0)
-                return vx_error("%s: data file %s: %s", v->path, v->data_path, strerror(errno));
-            return -1;
-        }
+        if (vx_fmt_file_size(v->data_path, &fs) != 0) return vx__data_error(v);
         if (v->data_offset > fs)
             return vx_error("%s: payload: offset %lld is past the end of %s (%lld bytes)",
                             v->path, v->data_offset, v->data_path, fs);

@@ -29,6 +29,7 @@ typedef struct {
     double i2w[12];         /* row-major 3x4, world = M*(x,y,z) + t */
     double slope, inter;    /* value = slope * stored + inter */
     char notes[512];        /* extra header facts for `voxray info` */
+    int allow_outside;      /* data_path may resolve outside the header's directory */
 } vx_vol_info;
 
 /* Identity placement, one volume, slope 1; data_path = path. */
@@ -36,6 +37,10 @@ void vx_vol_info_init(vx_vol_info *v, const char *format, const char *path);
 
 /* Check dims, volume count, sizes and placement before anything is allocated. */
 int vx_vol_check(const vx_vol_info *v);
+
+/* 0 when data_path resolves (after symlinks) inside the header's directory, or is the
+ * header itself, or allow_outside is set; else -1 naming both and the flag. */
+int vx_vol_data_inside(const vx_vol_info *v);
 
 /* Read volume `index` of the payload into g (float32, one channel, placement set). */
 int vx_vol_read(const vx_vol_info *v, int index, vx_grid *g);
@@ -64,6 +69,9 @@ int vx_fmt_dtype_from_name(const char *s);
 int vx_fmt_has_ext(const char *path, const char *ext);
 /* Trim spaces in place; returns the trimmed start. */
 char *vx_fmt_trim(char *s);
+/* The whole of s (spaces around allowed) as an integer in [lo, hi] into *out; 0, or -1
+ * when it is not an integer or is out of range (no wrapping: 4294967299 is not 3). */
+int vx_fmt_int(const char *s, long long lo, long long hi, long long *out);
 /* Whitespace-separated numbers (strtod: "nan" allowed) into out; count, or -1 when
  * an entry is not a number or there are more than max. */
 int vx_fmt_doubles(const char *s, double *out, int max);

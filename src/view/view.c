@@ -5,10 +5,12 @@
 #include <GLFW/glfw3.h>
 #include <glad/gl.h>
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -32,8 +34,11 @@ static void vx__view_usage(void) {
            "  --frames N              scripted: render N full-resolution frames, then exit\n"
            "  --orbit-speed DEG       turn the camera DEG degrees per frame\n"
            "  --screenshot FILE       PNG of the last frame (scripted), or where P saves\n"
-           "  --resize WxH            scripted: resize the window halfway through (tests)\n\n%s",
-           vx_cli_common_help());
+           "  --resize WxH            scripted: resize the window halfway through (tests)\n\n");
+    /* the shared flags, less their --size line: here --size is the window's, listed above */
+    const char *common = vx_cli_common_help(), *sz = strstr(common, "  --size "), *eol = sz ? strchr(sz, '\n') : NULL;
+    if (sz && eol) printf("%.*s%s", (int)(sz - common), common, eol + 1);
+    else fputs(common, stdout);
 }
 
 /* ---- frames -------------------------------------------------------------------------- */
@@ -342,6 +347,12 @@ int vx_cmd_view(int argc, char **argv) {
         if (prc < 0) fprintf(stderr, "voxray view: %s\n", vx_errmsg());
         free(v);
         return prc < 0 ? 2 : 0;
+    }
+    struct stat st; /* a missing SCENE is reported before the display or the backend */
+    if (stat(v->cli.scene_path, &st) != 0) {
+        fprintf(stderr, "voxray: %s: cannot open: %s\n", v->cli.scene_path, strerror(errno));
+        free(v);
+        return 1;
     }
     glfwSetErrorCallback(vx__glfw_error);
     if (!glfwInit()) { /* no display: say so at once, before loading anything */

@@ -12,9 +12,9 @@
 #include "vx_common.h"
 
 int vx_view_find_shader(const char *name, char *out, size_t cap) {
-    char exe[PATH_MAX], dir[PATH_MAX], cand[PATH_MAX], tried[3 * PATH_MAX] = "";
+    char exe[PATH_MAX], dir[PATH_MAX], share[PATH_MAX], cand[PATH_MAX], tried[4 * PATH_MAX] = "";
     const char *env = getenv("VOXRAY_SHADERS");
-    const char *dirs[3];
+    const char *dirs[4];
     int n = 0;
     if (env && *env) dirs[n++] = env; /* an explicit setting wins */
     dirs[n++] = "shaders";
@@ -23,6 +23,8 @@ int vx_view_find_shader(const char *name, char *out, size_t cap) {
         exe[len] = 0;
         vx_dirname(exe, dir, sizeof dir);
         size_t dl = strlen(dir);
+        /* `make install`: PREFIX/bin/voxray finds PREFIX/share/voxray/shaders */
+        if (dl + 26 < sizeof share) { snprintf(share, sizeof share, "%s/../share/voxray/shaders", dir); dirs[n++] = share; }
         if (dl + 12 < sizeof dir) { memcpy(dir + dl, "/../shaders", 12); dirs[n++] = dir; }
     }
     for (int i = 0; i < n; i++) {

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include "fmt_fixtures.h"
+#include "npy.h"
 
 static char dir[512];
 
@@ -63,6 +64,49 @@ int main(int argc, char **argv) {
         fx_plenoxels_make(&p, 2, 3, 2, deg);
         fx_plenoxels_write(&p, path, sizeof path, NULL);
         fx_plenoxels_free(&p);
+    }
+    /* scene-level targets: .npy grids, manifests, camera paths, volumes to render */
+    static const int ncs[] = {1, 4, 13};
+    for (int r = 0; r < 2; r++) {
+        group(argv[1], r ? "render" : "npy");
+        for (int k = 0; k < 3; k++) {
+            vx_grid g;
+            if (vx_grid_alloc(&g, 3, 2, 2, ncs[k], "seed")) return 1;
+            for (size_t i = 0; i < vx_grid_count(&g); i++) g.data[i] = (float)(i % 5) * 0.5f;
+            snprintf(path, sizeof path, "%s/grid%d.npy", dir, k);
+            vx_npy_write_grid(path, &g, k == 2);
+            vx_grid_free(&g);
+        }
+    }
+    for (int t = 0; t < 2; t++) { /* NRRDs to render */
+        fx_vol v;
+        fx_random(&v, 3, 3, 2, t ? VX_DT_F32 : VX_DT_U8);
+        fx_nrrd(&v, path, sizeof path, 0, t, 0, i2w);
+        fx_free(&v);
+    }
+    static const char *scenes[] = {
+        "{\"grid\": \"grid.npy\"}",
+        "{\"name\": \"s\", \"grid\": \"grid.npy\", \"bbox_min\": [-1, -1, -1], \"bbox_max\": [1, 2, 1], "
+        "\"align_corners\": false, \"decoder\": {\"type\": \"rgba\", \"density_activation\": \"softplus\", "
+        "\"density_scale\": 3}, \"background\": [0, 0, 0], \"step\": 0.25, "
+        "\"camera\": {\"eye\": [3, 2, 1], \"target\": [0, 0, 0], \"up\": [0, 0, 1], \"fov\": 50}}",
+        "{\"grid\": \"grid.npy\", \"index_to_world\": [[0.5, 0.1, 0, -1], [0, 0.5, 0, -1], [0, 0, 0.5, -1], [0, 0, 0, 1]]}",
+    };
+    static const char *paths[] = {
+        "{\"camera_angle_x\": 0.69, \"frames\": [{\"file_path\": \"./r_0\", \"transform_matrix\": "
+        "[[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 4], [0, 0, 0, 1]]}]}",
+        "{\"camera_angle_x\": 1.2, \"frames\": [{\"transform_matrix\": [[0, 0, 1, 4], [0, 1, 0, 0], [-1, 0, 0, 0], [0, 0, 0, 1]]}, "
+        "{\"transform_matrix\": [[-1, 0, 0, 0], [0, 0, 1, 4], [0, 1, 0, 0], [0, 0, 0, 1]]}]}",
+    };
+    group(argv[1], "scene");
+    for (int k = 0; k < 3; k++) {
+        snprintf(path, sizeof path, "%s/scene%d.json", dir, k);
+        fx_write2(path, scenes[k], strlen(scenes[k]), NULL, 0);
+    }
+    group(argv[1], "transforms");
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/path%d.json", dir, k);
+        fx_write2(path, paths[k], strlen(paths[k]), NULL, 0);
     }
     return 0;
 }

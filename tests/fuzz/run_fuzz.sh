@@ -1,22 +1,24 @@
 #!/bin/sh
-# run_fuzz.sh - builds one libFuzzer target per volume reader (clang,
-# -fsanitize=fuzzer,address,undefined), writes a seed corpus of small valid files, and
-# runs each target for FUZZ_TIME seconds (default 20). `make fuzz` and CI call it from
+# run_fuzz.sh - builds one libFuzzer target per volume reader plus .npy, scene.json,
+# transforms.json and load-then-render (clang, -fsanitize=fuzzer,address,undefined,
+# float-cast-overflow), writes a seed corpus of small valid files, and runs each target
+# for FUZZ_TIME seconds (default 20; CI runs them briefly, `make fuzz FUZZ_TIME=600` for
+# longer; FUZZ_TARGETS="npy scene" picks some). `make fuzz` and CI call it from
 # the repository root. Needs clang and libclang-rt-*-dev (Debian: clang libclang-rt-14-dev).
 set -u
 CLANG=${CLANG:-clang}
 T=${FUZZ_TIME:-20}
 B=${FUZZ_BUILD:-build/fuzz}
-TARGETS="nrrd nifti metaimage inr volpack raw plenoxels"
+TARGETS=${FUZZ_TARGETS:-"nrrd nifti metaimage inr volpack raw plenoxels npy scene transforms render"}
 if ! command -v "$CLANG" >/dev/null 2>&1; then
     echo "fuzz: $CLANG not found (install clang and libclang-rt-14-dev)"; echo "fuzz: 0 passed, 1 failed"; exit 1
 fi
 mkdir -p "$B/obj" "$B/corpus" "$B/logs"
-SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
-CF="-g -O1 -std=c11 -D_GNU_SOURCE -Isrc -Isrc/formats -Itests $SAN"
-LIBS="-lzip -lz -lm"
+SAN="-fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all"
+CF="-g -O1 -std=c11 -D_GNU_SOURCE -fopenmp -Isrc -Isrc/formats -Ikernels -Itests $SAN"
+LIBS="-lzip -lz -lm -lcjson -fopenmp"
 OBJS=""
-for s in src/vx_common.c src/grid.c src/npy.c src/formats/*.c; do
+for s in src/vx_common.c src/outputs.c src/grid.c src/npy.c src/formats/*.c src/scene.c src/tf.c src/camera.c src/render_cpu.c; do
     o="$B/obj/$(echo "$s" | tr / _ | sed 's/\.c$/.o/')"
     "$CLANG" $CF -fsanitize=fuzzer-no-link -c "$s" -o "$o" || { echo "fuzz: cannot compile $s"; echo "fuzz: 0 passed, 1 failed"; exit 1; }
     OBJS="$OBJS $o"

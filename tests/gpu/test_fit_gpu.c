@@ -99,6 +99,23 @@ static void compare_most(const float *a, const float *b, size_t n, double tol, d
     if (bad > allowed) fail_msg("%s: %zu entries differ (last: CPU %.9g GPU %.9g at %zu)", what, bad, a[at], b[at], at);
 }
 
+/* Max weights: each voxel holds the largest T*alpha of any sample whose trilinear
+ * footprint gives it a weight > 0. That is a discontinuous function of the ray: when a
+ * sample point crosses a lattice plane, or the segment count ceil((t1 - t0) / dt) flips,
+ * a voxel gains or loses a whole sample weight (0.09 seen on the H200), and the GPU's FMA
+ * contractions and 2-ulp expf move points by enough to cross in some runs (the seeds are
+ * fresh each run; on the CPU alone a 1-ulp change of ray directions moves 3 entries by
+ * 3.4e-3 in 1 of 60 batches). So: almost every entry within the tolerance, a few
+ * isolated ones (0.05% of the voxels, at least 8) may differ by up to a sample weight,
+ * and the totals must agree to 1e-3. */
+static void compare_wmax(const float *a, const float *b, size_t n, const char *what) {
+    double sa = 0, sb = 0;
+    for (size_t i = 0; i < n; i++) { sa += a[i]; sb += b[i]; }
+    compare_most(a, b, n, 1e-4, 1e-7, 8 + n / 2000, what);
+    print_message("%s: totals CPU %.6g GPU %.6g\n", what, sa, sb);
+    if (fabs(sa - sb) > 1e-3 * fmax(sa, 1.0)) fail_msg("%s: totals differ: CPU %.9g GPU %.9g", what, sa, sb);
+}
+
 static void test_rays_backward(void **state) {
     (void)state;
     for (int trial = 0; trial < 2 * g_trials; trial++) {
@@ -129,7 +146,7 @@ static void test_rays_backward(void **state) {
         else compare_most(f.grad, h.grad, n, 1e-4, 1e-8, 160, "grid gradient (atomics reorder the sums)");
         /* T is a product over hundreds of samples and the GPU's expf differs by up to 2 ulp:
          * relative error ~ samples x ulp ~ 2e-5 (seen 1.1e-5 on the H200), so allow 1e-4 */
-        compare(f.wmax, h.wmax, (size_t)f.nx * f.ny * f.nz, 1e-4, 1e-7, "max weights");
+        compare_wmax(f.wmax, h.wmax, (size_t)f.nx * f.ny * f.nz, "max weights");
         free(rc); free(rg);
         vx_fit_model_free_cuda(g);
         vx_fit_batch_free(&b);
@@ -317,7 +334,7 @@ static void test_sampled_rays(void **state) {
         OK(vx_fit_model_download_cuda(g, &h));
         size_t nv = (size_t)f.nx * f.ny * f.nz;
         compare_most(f.grad, h.grad, nv * f.nc, 1e-4, 1e-8, 160, "gradient from device-drawn rays");
-        compare(f.wmax, h.wmax, nv, 1e-4, 1e-7, "max weights from device-drawn rays");
+        compare_wmax(f.wmax, h.wmax, nv, "max weights from device-drawn rays");
         vx_fit_model_free_cuda(g);
         vx_fit_batch_free(&b);
         vx_dataset_free(&d);
