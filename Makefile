@@ -1,6 +1,6 @@
 # voxray Makefile: host C11 in src/, CUDA in kernels/ (built when nvcc is found),
 # the viewer in src/view/ (built when GLFW and the glad2 generator are found).
-# Targets: all demo test test-gpu bench deps-bundle clean. V=1 prints full commands.
+# Targets: all lib demo test test-python test-gpu bench deps-bundle clean. V=1 prints full commands.
 
 CC       ?= gcc
 BUILD    ?= build
@@ -21,7 +21,8 @@ DEPS_CFLAGS  := -I$(abspath $(DEPS))/include
 DEPS_LDFLAGS := -L$(abspath $(DEPS))/lib -Wl,-rpath,$(abspath $(DEPS))/lib
 endif
 
-CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp -MMD -MP -Isrc -Ikernels $(DEPS_CFLAGS)
+# -fPIC (here and for nvcc): the same objects link the executable and build/libvoxray.so.
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp -fPIC -MMD -MP -Isrc -Ikernels $(DEPS_CFLAGS)
 OPT      ?= -O2 -g
 LDLIBS   := $(DEPS_LDFLAGS) -lcjson -lzip -lz -lm -fopenmp
 
@@ -42,7 +43,7 @@ CUDA_HOME   := $(patsubst %/bin/nvcc,%,$(NVCC))
 CU_OBJ      := $(patsubst %.cu,$(BUILD)/%.o,$(CU_SRC))
 CFLAGS_BASE += -DVX_HAVE_CUDA=1 -I$(CUDA_HOME)/include
 LDLIBS      += -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart_static -lstdc++ -ldl -lrt -lpthread
-NVCCFLAGS   := -O3 -std=c++17 -lineinfo $(CUDA_ARCH) -Isrc -Ikernels -Xcompiler -Wall -MMD -MP
+NVCCFLAGS   := -O3 -std=c++17 -lineinfo $(CUDA_ARCH) -Isrc -Ikernels -Xcompiler -Wall -Xcompiler -fPIC -MMD -MP
 ifeq ($(SAN),1)
 NVCCFLAGS   += -Xcompiler -fno-omit-frame-pointer
 endif
@@ -88,6 +89,17 @@ all: $(BUILD)/voxray
 $(BUILD)/voxray: $(BUILD)/src/main.o $(LIB_OBJ) $(VIEW_OBJ)
 	@echo "  LINK    $@"
 	$(Q)$(CC) -o $@ $^ $(LDLIBS) $(VIEW_LIBS)
+
+# ---- shared library: the C API of src/voxray.h, for the Python package (python/) ------
+.PHONY: lib test-python
+lib: $(BUILD)/libvoxray.so
+$(BUILD)/libvoxray.so: $(LIB_OBJ)
+	@echo "  LINK    $@"
+	$(Q)$(CC) -shared -o $@ $^ -Wl,--no-undefined -Wl,--exclude-libs,ALL $(LDLIBS)
+
+# The Python package's tests (pytest, torch): `pip install ./python` is not needed.
+test-python: $(BUILD)/libvoxray.so
+	$(Q)VOXRAY_LIB=$(BUILD)/libvoxray.so PYTHONPATH=python $(PYTHON) -m pytest -q python/tests
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
