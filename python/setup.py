@@ -1,0 +1,42 @@
+"""Build step of the voxray Python package: builds the shared library with the
+repository's Makefile (`make lib`, the parent directory of python/) and ships
+build/libvoxray.so inside the package. VOXRAY_MAKE_FLAGS adds make flags (e.g.
+"NO_CUDA=1"); VOXRAY_LIB=/path/libvoxray.so ships a library built elsewhere instead."""
+import os
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+
+
+class BuildWithLibrary(build_py):
+    def run(self):
+        super().run()
+        lib = os.environ.get("VOXRAY_LIB")
+        if lib:
+            src = Path(lib)
+        else:
+            if not (REPO / "Makefile").is_file():
+                raise SystemExit("voxray: %s has no Makefile; install from a voxray checkout "
+                                 "(pip install ./python) or set VOXRAY_LIB" % REPO)
+            flags = shlex.split(os.environ.get("VOXRAY_MAKE_FLAGS", ""))
+            jobs = "-j%d" % max(1, min(os.cpu_count() or 1, 8))
+            cmd = ["make", "-C", str(REPO), jobs, "lib"] + flags
+            print("voxray: " + " ".join(cmd), flush=True)
+            r = subprocess.run(cmd)
+            if r.returncode != 0:
+                raise SystemExit("voxray: `make lib` failed; the Debian packages it needs are installed by "
+                                 "`sh tools/install-deps.sh` (libcjson-dev libzip-dev zlib1g-dev libstb-dev)")
+            src = REPO / "build" / "libvoxray.so"
+        dst = Path(self.build_lib) / "voxray" / "libvoxray.so"
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst)
+
+
+setup(cmdclass={"build_py": BuildWithLibrary})
