@@ -27,8 +27,12 @@ static void vx__cell_weights(const void *points, size_t n, int f64, double w[8])
         w[k] = ((k & 4) ? u : 1.0 - u) * ((k & 2) ? v : 1.0 - v) * ((k & 1) ? s : 1.0 - s);
 }
 
+/* Threads only pay off past this many output elements (a parallel region costs ~10 us, far
+ * more on a loaded machine). */
+#define VX__OMP_MIN ((size_t)1 << 16)
+
 static void vx__trilinear_forward(const void *feats, const void *points, void *out, int n, int f, int f64) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)n * f * 8 >= VX__OMP_MIN)
     for (int i = 0; i < n; i++) {
         double w[8];
         vx__cell_weights(points, (size_t)i, f64, w);
@@ -42,7 +46,7 @@ static void vx__trilinear_forward(const void *feats, const void *points, void *o
 }
 
 static void vx__trilinear_backward(const void *dout, const void *points, void *dfeats, int n, int f, int f64) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)n * f * 8 >= VX__OMP_MIN)
     for (int i = 0; i < n; i++) {
         double w[8];
         vx__cell_weights(points, (size_t)i, f64, w);
@@ -85,7 +89,7 @@ static void vx__grid_corners(const vx_grid_desc *g, const void *pts, size_t m, i
 }
 
 static void vx__grid_gather(const vx_grid_desc *g, const void *grid, const void *pts, int m, void *out, int f64) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)m * g->nc * 8 >= VX__OMP_MIN)
     for (int i = 0; i < m; i++) {
         size_t off[8];
         double w[8];
