@@ -99,7 +99,7 @@ $(BUILD)/libvoxray.so: $(LIB_OBJ)
 
 # The Python package's tests (pytest, torch): `pip install ./python` is not needed.
 test-python: $(BUILD)/libvoxray.so
-	$(Q)VOXRAY_LIB=$(BUILD)/libvoxray.so PYTHONPATH=python $(PYTHON) -m pytest -q python/tests
+	$(Q)VOXRAY_LIB=$(BUILD)/libvoxray.so $(PYTHON) -m pytest -q -rs -p no:cacheprovider python/tests
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -136,9 +136,11 @@ $(BUILD)/tests/%: tests/%.c $(LIB_OBJ) $(VIEW_OBJ)
 install-deps:
 	@sh tools/install-deps.sh
 
+# The Python tests join in, except under SAN=1 (Python cannot load an ASan library).
+PY_TESTS := $(if $(filter 1,$(SAN)),0,1)
 test: install-deps
-	$(Q)$(MAKE) --no-print-directory $(BUILD)/voxray $(TEST_BIN)
-	$(Q)VOXRAY=$(BUILD)/voxray BUILD=$(BUILD) sh tests/run_tests.sh $(TEST_BIN)
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/voxray $(TEST_BIN) $(if $(filter 1,$(PY_TESTS)),$(BUILD)/libvoxray.so)
+	$(Q)VOXRAY=$(BUILD)/voxray BUILD=$(BUILD) PYTHON_TESTS=$(PY_TESTS) PYTHON=$(PYTHON) sh tests/run_tests.sh $(TEST_BIN)
 
 test-gpu: $(BUILD)/voxray $(GPU_TEST_BIN)
 	$(Q)VOXRAY=$(BUILD)/voxray BUILD=$(BUILD) sh tests/gpu/run_gpu_tests.sh $(GPU_TEST_BIN)
