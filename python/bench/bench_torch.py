@@ -139,9 +139,9 @@ def bench_trilinear(args, copy):
     if DEV != "cuda":
         sizes = [(1024, 32), (4096, 8)]
     print("\ntrilinear op (cell form), float32; ms per call (CUDA events, mean of %d)" % args.iters)
-    print("  %-18s %9s %9s %9s %9s %9s %9s %9s %9s %9s %8s %8s %8s" % (
+    print("  %-18s %9s %9s %9s %9s %9s %9s %9s %9s %9s %8s %8s %8s %8s" % (
         "N x F", "vx fw", "vx fw+bw", "vx bw op", "C fw", "C bw", "eager fw", "eager f+b", "comp fw", "comp f+b",
-        "fw/C", "bw/C", "host us"))
+        "fw/C", "bw/C", "host us", "C hostus"))
     notes = []
     compiled = torch.compile(trilinear_eager, fullgraph=True, dynamic=False) if args.compile else None
     for n, f in sizes:
@@ -169,9 +169,10 @@ def bench_trilinear(args, copy):
                 k_fw = timeit(lambda: compiled(feats, points), it, wu)
             k_fb = timeit(fw_bw(compiled, x, points, dout=dout), it, wu)
         host = host_us(lambda: voxray.trilinear(feats, points))
-        print("  %-18s %s %s %s %s %s %s %s %s %s %8.3f %8.3f %8.1f" % (
+        c_host = host_us(c_trilinear(False, feats, points, out, n, f))
+        print("  %-18s %s %s %s %s %s %s %s %s %s %8.3f %8.3f %8.1f %8.1f" % (
             "%d x %d" % (n, f), fmt(vx_fw), fmt(vx_fb), fmt(vx_bw), fmt(c_fw), fmt(c_bw), fmt(e_fw), fmt(e_fb),
-            fmt(k_fw), fmt(k_fb), vx_fw / c_fw, vx_bw / c_bw, host))
+            fmt(k_fw), fmt(k_fb), vx_fw / c_fw, vx_bw / c_bw, host, c_host))
         moved = (n * 8 * f + n * 3 + n * f) * 4
         notes.append("  %-18s fw %7.0f GB/s (%5.1f%% of copy), bw op %7.0f GB/s (%5.1f%%); C-level fw %5.1f%%, "
                      "bw %5.1f%%" % ("%d x %d" % (n, f), moved / vx_fw / 1e6, 100 * moved / vx_fw / 1e6 / copy,
@@ -184,7 +185,8 @@ def bench_trilinear(args, copy):
         print(line)
     print("  vx = voxray.trilinear through torch; vx bw op = its backward op alone; C = the same kernel through the "
           "C API (ctypes);\n  eager / comp = the tutorial formula in torch, eager and torch.compile; host us = host "
-          "time per vx fw call")
+          "time per vx fw call,\n  C hostus = per C-API call (ctypes only): the difference is the torch op's own "
+          "cost (dispatch, checks, allocation)")
 
 
 # ---- grid gather ----------------------------------------------------------------------------------
@@ -236,6 +238,10 @@ def bench_grid(args):
 
 
 def run_all(args, copy):
+    # one compiled graph per size and grad mode: more than dynamo's default limit of 8
+    for name in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, name):
+            setattr(torch._dynamo.config, name, 64)
     bench_trilinear(args, copy)
     bench_grid(args)
 
