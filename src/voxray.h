@@ -34,6 +34,10 @@
  *   Nothing aborts or exits the process. Warnings (e.g. "using the CPU backend") go to
  *   stderr as one line prefixed "voxray: ".
  *
+ * THREADS
+ *   Calls on different scenes may run on different threads at once; one scene is used by
+ *   one thread at a time (it keeps its renderer). The op entry points keep no state.
+ *
  * STABILITY
  *   VOXRAY_API_VERSION changes when a declaration here changes; structs are only ever
  *   extended at the end, and callers fill them through the *_default() functions. */

@@ -5,6 +5,7 @@ render() marches rays through it on the CPU or CUDA backend and returns float32 
 Nothing here needs PyTorch."""
 import ctypes
 import os
+import threading
 from collections import namedtuple
 
 import numpy as np
@@ -57,6 +58,7 @@ class Scene:
 
     def __init__(self, handle):
         self._h = ctypes.c_void_p(handle)
+        self._lock = threading.Lock()  # the C scene keeps one renderer: one frame at a time
         info = _lib.SceneInfo()
         _lib.check(_lib.lib.voxray_scene_get_info(self._h, ctypes.byref(info)), "scene info")
         self._info = info
@@ -64,8 +66,9 @@ class Scene:
     def close(self):
         """Free the scene (and its prepared renderer, GPU memory included)."""
         if getattr(self, "_h", None) and self._h.value:
-            _lib.lib.voxray_scene_free(self._h)
-            self._h = ctypes.c_void_p(None)
+            with self._lock:
+                _lib.lib.voxray_scene_free(self._h)
+                self._h = ctypes.c_void_p(None)
 
     def __del__(self):
         try:
@@ -156,8 +159,9 @@ class Scene:
         rgb = np.empty((h, w, 3), np.float32)
         alpha = np.empty((h, w), np.float32)
         dep = np.empty((h, w), np.float32) if depth else None
-        rc = _lib.lib.voxray_render(self._handle(), ctypes.byref(d), rgb.ctypes.data, alpha.ctypes.data,
-                                    dep.ctypes.data if dep is not None else None)
+        with self._lock:
+            rc = _lib.lib.voxray_render(self._handle(), ctypes.byref(d), rgb.ctypes.data, alpha.ctypes.data,
+                                        dep.ctypes.data if dep is not None else None)
         _lib.check(rc, "render")
         return Frame(rgb, alpha, dep)
 
