@@ -95,7 +95,8 @@ $(BUILD)/voxray: $(BUILD)/src/main.o $(LIB_OBJ) $(VIEW_OBJ)
 lib: $(BUILD)/libvoxray.so
 $(BUILD)/libvoxray.so: $(LIB_OBJ)
 	@echo "  LINK    $@"
-	$(Q)$(CC) -shared -o $@ $^ -Wl,--no-undefined -Wl,--exclude-libs,ALL $(LDLIBS)
+	$(Q)$(CC) -shared -o $@ $^ -Wl,--no-undefined -Wl,--exclude-libs,ALL $(LDLIBS) || \
+	    { echo "make lib: link failed; objects from a build before -fPIC need \`make clean\` first" >&2; exit 1; }
 
 # The Python package's tests (pytest, torch): `pip install ./python` is not needed.
 test-python: $(BUILD)/libvoxray.so

@@ -20,7 +20,10 @@ for m in numpy pytest; do
 done
 deps=""
 [ -d .deps ] && [ ! -f /usr/include/cjson/cJSON.h ] && deps="DEPS=.deps"
-make -j"$(nproc)" $deps NO_VIEWER=1 build/voxray lib >/tmp/voxray_make.log 2>&1 || { tail -30 /tmp/voxray_make.log; exit 1; }
+build() { make -j"$(nproc)" $deps NO_VIEWER=1 build/voxray lib >/tmp/voxray_make.log 2>&1; }
+# objects left from a build before -fPIC cannot go into the library: rebuild them once
+build || { echo "run_device: build failed, retrying from clean"; make clean >/dev/null; build; } || {
+    tail -30 /tmp/voxray_make.log; exit 1; }
 echo "run_device: built build/libvoxray.so and build/voxray ($deps)"
 rc=0
 if [ "$what" = test ] || [ "$what" = all ]; then
