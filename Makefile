@@ -1,7 +1,7 @@
 # voxray Makefile: host C11 in src/, CUDA in kernels/ (built when nvcc is found),
 # the viewer in src/view/ (built when GLFW and the glad2 generator are found).
-# Targets: all demo test test-gpu test-gpu-build bench layers deps deps-bundle clean.
-# V=1 prints full commands; WERROR=1 (or CI set) turns warnings into errors;
+# Targets: all lib demo test test-python test-gpu test-gpu-build bench layers deps deps-bundle
+# clean. V=1 prints full commands; WERROR=1 (or CI set) turns warnings into errors;
 # REQUIRE_CUDA=1 fails instead of building without CUDA when nvcc is missing.
 
 CC       ?= gcc
@@ -24,7 +24,8 @@ DEPS_CFLAGS  := -I$(abspath $(DEPS))/include
 DEPS_LDFLAGS := -L$(abspath $(DEPS))/lib -Wl,-rpath,$(abspath $(DEPS))/lib
 endif
 
-CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp -MMD -MP -Isrc -Ikernels $(DEPS_CFLAGS)
+# -fPIC (here and for nvcc): the same objects link the executable and build/libvoxray.so.
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp -fPIC -MMD -MP -Isrc -Ikernels $(DEPS_CFLAGS)
 OPT      ?= -O2 -g
 LDLIBS   := $(DEPS_LDFLAGS) -lcjson -lzip -lz -lm -fopenmp
 
@@ -73,7 +74,7 @@ CUDA_HOME   := $(patsubst %/bin/nvcc,%,$(NVCC))
 CU_OBJ      := $(patsubst %.cu,$(BUILD)/%.o,$(CU_SRC))
 CFLAGS_BASE += -DVX_HAVE_CUDA=1 -I$(CUDA_HOME)/include
 LDLIBS      += -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart_static -lstdc++ -ldl -lrt -lpthread
-NVCCFLAGS   := -O3 -std=c++17 -lineinfo $(CUDA_ARCH) -Isrc -Ikernels -Xcompiler -Wall $(WERROR_CU) -MMD -MP
+NVCCFLAGS   := -O3 -std=c++17 -lineinfo $(CUDA_ARCH) -Isrc -Ikernels -Xcompiler -Wall -Xcompiler -fPIC $(WERROR_CU) -MMD -MP
 ifeq ($(SAN),1)
 NVCCFLAGS   += -Xcompiler -fno-omit-frame-pointer
 endif
@@ -141,6 +142,18 @@ $(BUILD)/voxray: $(BUILD)/src/main.o $(LIB_OBJ) $(VIEW_OBJ)
 	@echo "  LINK    $@"
 	$(Q)$(CC) -o $@ $^ $(LDLIBS) $(VIEW_LIBS)
 
+# ---- shared library: the C API of src/voxray.h, for the Python package (python/) ------
+.PHONY: lib test-python
+lib: $(BUILD)/libvoxray.so
+$(BUILD)/libvoxray.so: $(LIB_OBJ)
+	@echo "  LINK    $@"
+	$(Q)$(CC) -shared -o $@ $^ -Wl,--no-undefined -Wl,--exclude-libs,ALL $(LDLIBS) || \
+	    { echo "make lib: link failed; objects from a build before -fPIC need \`make clean\` first" >&2; exit 1; }
+
+# The Python package's tests (pytest, torch): `pip install ./python` is not needed.
+test-python: $(BUILD)/libvoxray.so
+	$(Q)VOXRAY_LIB=$(BUILD)/libvoxray.so $(PYTHON) -m pytest -q -rs -p no:cacheprovider python/tests
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
@@ -179,9 +192,11 @@ deps install-deps:
 check-deps:
 	@PYTHON=$(PYTHON) sh tools/install-deps.sh --check
 
+# The Python tests join in, except under SAN=1 (Python cannot load an ASan library).
+PY_TESTS := $(if $(filter 1 clang,$(SAN)),0,1)
 test: check-deps
-	$(Q)$(MAKE) --no-print-directory $(BUILD)/voxray $(TEST_BIN)
-	$(Q)VOXRAY=$(BUILD)/voxray BUILD=$(BUILD) sh tests/run_tests.sh $(TEST_BIN)
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/voxray $(TEST_BIN) $(if $(filter 1,$(PY_TESTS)),$(BUILD)/libvoxray.so)
+	$(Q)VOXRAY=$(BUILD)/voxray BUILD=$(BUILD) PYTHON_TESTS=$(PY_TESTS) PYTHON=$(PYTHON) sh tests/run_tests.sh $(TEST_BIN)
 
 test-gpu: $(BUILD)/voxray $(GPU_TEST_BIN)
 	$(Q)VOXRAY=$(BUILD)/voxray BUILD=$(BUILD) sh tests/gpu/run_gpu_tests.sh $(GPU_TEST_BIN)

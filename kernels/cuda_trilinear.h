@@ -25,6 +25,16 @@ int vx_grid_gather_cuda(const vx_grid_desc *g, const void *d_grid, int half, con
                         int m, float *d_out);
 int vx_grid_scatter_cuda(const vx_grid_desc *g, const float *d_dout, const float *d_pts, int m,
                          void *d_dgrid, int half);
+/* The four launchers above on a given stream (a cudaStream_t; NULL = the default stream):
+ * the shared library's entry points (src/voxray.h), so PyTorch can queue them on its own. */
+int vx_trilinear_forward_stream_cuda(int version, const float *d_feats, const float *d_points, float *d_out,
+                                     int n, int f, int block_size, void *stream);
+int vx_trilinear_backward_stream_cuda(int version, const float *d_dout, const float *d_points,
+                                      float *d_dfeats, int n, int f, int block_size, void *stream);
+int vx_grid_gather_stream_cuda(const vx_grid_desc *g, const void *d_grid, int half, const float *d_pts, int m,
+                               float *d_out, void *stream);
+int vx_grid_scatter_stream_cuda(const vx_grid_desc *g, const float *d_dout, const float *d_pts, int m,
+                                void *d_dgrid, int half, void *stream);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
 /* trilinear.cu - the standalone trilinear op on the GPU, in versions (llm.c dev/cuda
  * style), plus the dense-grid gather and its atomic gradient scatter. Reached from C
- * through vx_cuda.h; validated against trilinear_cpu.c by tests/gpu and `voxray bench`.
+ * through cuda_trilinear.h; validated against trilinear_cpu.c by tests/gpu and `voxray bench`.
  *
  * Cell form: feats (N,8,F), points (N,3) in [-1,1] -> out (N,F); corner k = 4ix+2iy+iz.
  * forward1 / backward1: the pytorch-cppcuda-tutorial mapping: 16x16 blocks, n on x and f
@@ -345,46 +345,48 @@ static int vx__check_op(const char *what, int version, int nv, int n, int f, int
     return 0;
 }
 
-extern "C" int vx_trilinear_forward_cuda(int version, const float *d_feats, const float *d_points, float *d_out,
-                                         int n, int f, int block) {
+extern "C" int vx_trilinear_forward_stream_cuda(int version, const float *d_feats, const float *d_points,
+                                                float *d_out, int n, int f, int block, void *stream) {
+    cudaStream_t st = (cudaStream_t)stream;
     if (vx__check_op("trilinear forward", version, VX_TRILINEAR_FWD_VERSIONS, n, f, block)) return -1;
     if (version >= 3 && f % 4) version = 2;
     size_t total = (size_t)n * f;
     if (version == 1) {
         dim3 threads(16, 16), blocks(vx_ceil_div(n, 16), vx_ceil_div(f, 16));
-        vx_trilinear_forward_kernel1<<<blocks, threads>>>(d_feats, d_points, d_out, n, f);
+        vx_trilinear_forward_kernel1<<<blocks, threads, 0, st>>>(d_feats, d_points, d_out, n, f);
     } else if (version == 2) {
         int b = block ? block : 256;
-        vx_trilinear_forward_kernel2<<<vx_ceil_div(total, b), b>>>(d_feats, d_points, d_out, n, f);
+        vx_trilinear_forward_kernel2<<<vx_ceil_div(total, b), b, 0, st>>>(d_feats, d_points, d_out, n, f);
     } else if (version == 3) {
         int b = block ? block : 256;
-        vx_trilinear_forward_kernel3<<<vx_ceil_div(total / 4, b), b>>>(d_feats, d_points, d_out, n, f);
+        vx_trilinear_forward_kernel3<<<vx_ceil_div(total / 4, b), b, 0, st>>>(d_feats, d_points, d_out, n, f);
     } else {
         int b = block ? block : 256;
-        vx_trilinear_forward_kernel4<<<vx_ceil_div((total / 4 + 1) / 2, b), b>>>(d_feats, d_points, d_out, n, f);
+        vx_trilinear_forward_kernel4<<<vx_ceil_div((total / 4 + 1) / 2, b), b, 0, st>>>(d_feats, d_points, d_out, n, f);
     }
     VX_LAUNCH_CHECK("vx_trilinear_forward_kernel");
     return 0;
 }
 
-extern "C" int vx_trilinear_backward_cuda(int version, const float *d_dout, const float *d_points,
-                                          float *d_dfeats, int n, int f, int block) {
+extern "C" int vx_trilinear_backward_stream_cuda(int version, const float *d_dout, const float *d_points,
+                                                 float *d_dfeats, int n, int f, int block, void *stream) {
+    cudaStream_t st = (cudaStream_t)stream;
     if (vx__check_op("trilinear backward", version, VX_TRILINEAR_BWD_VERSIONS, n, f, block)) return -1;
     if (version >= 3 && f % 4) version = 2;
     size_t total = (size_t)n * f;
     int b = block ? block : 256;
     if (version == 1) {
         dim3 threads(16, 16), blocks(vx_ceil_div(n, 16), vx_ceil_div(f, 16));
-        vx_trilinear_backward_kernel1<<<blocks, threads>>>(d_dout, d_points, d_dfeats, n, f);
+        vx_trilinear_backward_kernel1<<<blocks, threads, 0, st>>>(d_dout, d_points, d_dfeats, n, f);
     } else if (version == 2) {
-        vx_trilinear_backward_kernel2<<<vx_ceil_div(total, b), b>>>(d_dout, d_points, d_dfeats, n, f);
+        vx_trilinear_backward_kernel2<<<vx_ceil_div(total, b), b, 0, st>>>(d_dout, d_points, d_dfeats, n, f);
     } else if (version == 3) {
-        vx_trilinear_backward_kernel3<<<vx_ceil_div(total / 4, b), b>>>(d_dout, d_points, d_dfeats, n, f);
+        vx_trilinear_backward_kernel3<<<vx_ceil_div(total / 4, b), b, 0, st>>>(d_dout, d_points, d_dfeats, n, f);
     } else if (version == 4) {
         size_t smem = (size_t)(b + 2) * 8 * sizeof(float);
-        vx_trilinear_backward_kernel4<<<vx_ceil_div(total / 4, b), b, smem>>>(d_dout, d_points, d_dfeats, n, f);
+        vx_trilinear_backward_kernel4<<<vx_ceil_div(total / 4, b), b, smem, st>>>(d_dout, d_points, d_dfeats, n, f);
     } else {
-        vx_trilinear_backward_kernel5<<<vx_ceil_div((total / 4 + 1) / 2, b), b>>>(d_dout, d_points, d_dfeats, n, f);
+        vx_trilinear_backward_kernel5<<<vx_ceil_div((total / 4 + 1) / 2, b), b, 0, st>>>(d_dout, d_points, d_dfeats, n, f);
     }
     VX_LAUNCH_CHECK("vx_trilinear_backward_kernel");
     return 0;
@@ -398,45 +400,67 @@ static int vx__check_grid(const char *what, const vx_grid_desc *g, int m) {
 }
 
 template <typename T>
-static void vx__gather(const vx_grid_desc *g, const T *grid, const float *pts, int m, float *out) {
+static void vx__gather(const vx_grid_desc *g, const T *grid, const float *pts, int m, float *out, cudaStream_t st) {
     const int b = 256;
     if (g->nc % 4 == 0) {
         size_t total = (size_t)m * (g->nc / 4);
-        vx_grid_gather_kernel<T, 4><<<vx_ceil_div(total, b), b>>>(*g, grid, pts, m, out);
+        vx_grid_gather_kernel<T, 4><<<vx_ceil_div(total, b), b, 0, st>>>(*g, grid, pts, m, out);
     } else {
         size_t total = (size_t)m * g->nc;
-        vx_grid_gather_kernel<T, 1><<<vx_ceil_div(total, b), b>>>(*g, grid, pts, m, out);
+        vx_grid_gather_kernel<T, 1><<<vx_ceil_div(total, b), b, 0, st>>>(*g, grid, pts, m, out);
     }
 }
 
 template <typename T>
-static void vx__scatter(const vx_grid_desc *g, const float *dout, const float *pts, int m, T *dgrid) {
+static void vx__scatter(const vx_grid_desc *g, const float *dout, const float *pts, int m, T *dgrid, cudaStream_t st) {
     const int b = 256;
     if (g->nc % 4 == 0) {
         size_t total = (size_t)m * (g->nc / 4);
-        vx_grid_scatter_kernel<T, 4><<<vx_ceil_div(total, b), b>>>(*g, dout, pts, m, dgrid);
+        vx_grid_scatter_kernel<T, 4><<<vx_ceil_div(total, b), b, 0, st>>>(*g, dout, pts, m, dgrid);
     } else {
         size_t total = (size_t)m * g->nc;
-        vx_grid_scatter_kernel<T, 1><<<vx_ceil_div(total, b), b>>>(*g, dout, pts, m, dgrid);
+        vx_grid_scatter_kernel<T, 1><<<vx_ceil_div(total, b), b, 0, st>>>(*g, dout, pts, m, dgrid);
     }
 }
 
-extern "C" int vx_grid_gather_cuda(const vx_grid_desc *g, const void *d_grid, int half, const float *d_pts,
-                                   int m, float *d_out) {
+extern "C" int vx_grid_gather_stream_cuda(const vx_grid_desc *g, const void *d_grid, int half,
+                                          const float *d_pts, int m, float *d_out, void *stream) {
+    cudaStream_t st = (cudaStream_t)stream;
     if (vx__check_grid("grid gather", g, m)) return -1;
     if (m == 0) return 0;
-    if (half) vx__gather(g, (const __half *)d_grid, d_pts, m, d_out);
-    else vx__gather(g, (const float *)d_grid, d_pts, m, d_out);
+    if (half) vx__gather(g, (const __half *)d_grid, d_pts, m, d_out, st);
+    else vx__gather(g, (const float *)d_grid, d_pts, m, d_out, st);
     VX_LAUNCH_CHECK("vx_grid_gather_kernel");
     return 0;
 }
 
-extern "C" int vx_grid_scatter_cuda(const vx_grid_desc *g, const float *d_dout, const float *d_pts, int m,
-                                    void *d_dgrid, int half) {
+extern "C" int vx_grid_scatter_stream_cuda(const vx_grid_desc *g, const float *d_dout, const float *d_pts,
+                                           int m, void *d_dgrid, int half, void *stream) {
+    cudaStream_t st = (cudaStream_t)stream;
     if (vx__check_grid("grid scatter", g, m)) return -1;
     if (m == 0) return 0;
-    if (half) vx__scatter(g, d_dout, d_pts, m, (__half *)d_dgrid);
-    else vx__scatter(g, d_dout, d_pts, m, (float *)d_dgrid);
+    if (half) vx__scatter(g, d_dout, d_pts, m, (__half *)d_dgrid, st);
+    else vx__scatter(g, d_dout, d_pts, m, (float *)d_dgrid, st);
     VX_LAUNCH_CHECK("vx_grid_scatter_kernel");
     return 0;
+}
+
+// ----------------------------------------------------------------------------------------
+// the same on the default stream (the CLI's benchmarks and tests)
+
+extern "C" int vx_trilinear_forward_cuda(int version, const float *d_feats, const float *d_points, float *d_out,
+                                         int n, int f, int block) {
+    return vx_trilinear_forward_stream_cuda(version, d_feats, d_points, d_out, n, f, block, NULL);
+}
+extern "C" int vx_trilinear_backward_cuda(int version, const float *d_dout, const float *d_points,
+                                          float *d_dfeats, int n, int f, int block) {
+    return vx_trilinear_backward_stream_cuda(version, d_dout, d_points, d_dfeats, n, f, block, NULL);
+}
+extern "C" int vx_grid_gather_cuda(const vx_grid_desc *g, const void *d_grid, int half, const float *d_pts,
+                                   int m, float *d_out) {
+    return vx_grid_gather_stream_cuda(g, d_grid, half, d_pts, m, d_out, NULL);
+}
+extern "C" int vx_grid_scatter_cuda(const vx_grid_desc *g, const float *d_dout, const float *d_pts, int m,
+                                    void *d_dgrid, int half) {
+    return vx_grid_scatter_stream_cuda(g, d_dout, d_pts, m, d_dgrid, half, NULL);
 }

@@ -1,7 +1,7 @@
 /* view_interop.cu - the viewer's GPU display path: render a frame straight into device
  * memory as RGBA8 (the fused renderer of render.cu, then a quantizer that rounds like
  * vx_image_quantize) and share a GL pixel buffer with CUDA (register once, map/unmap per
- * frame). src/view/view_cuda.c calls it through vx_cuda.h; the GPU tests call
+ * frame). src/view/view_cuda.c calls it through cuda_view.h; the GPU tests call
  * vx_render_rgba8_cuda without any GL. */
 #include <stdlib.h>
 

@@ -1,5 +1,5 @@
 /* backend.c - vx_renderer: picks the CPU or CUDA backend, says on stderr why auto fell
- * back to the CPU, and forwards frames to render_cpu.c or kernels/ (vx_cuda.h). */
+ * back to the CPU, and forwards frames to render_cpu.c or kernels/render.cu (cuda_render.h). */
 #include "backend.h"
 
 #include <stdio.h>

@@ -194,3 +194,33 @@ done:
     free(canon);
     return rc;
 }
+
+/* ---- temporaries: named, committed by rename, tracked for the signal handler ---------- */
+
+void vx_temp_name(const char *path, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s.tmp.%ld", path, (long)getpid());
+    vx_outputs_track(buf);
+}
+
+int vx_commit_temp(const char *tmp, const char *path, int ok) {
+    if (!ok) { remove(tmp); vx_outputs_untrack(tmp); return -1; }
+    if (vx_outputs_defer(tmp, path)) return 0;
+    vx_outputs_untrack(tmp);
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        remove(tmp);
+        return vx_error("%s: cannot rename into place: %s", path, strerror(e));
+    }
+    return 0;
+}
+
+int vx_write_file_atomic(const char *path, const void *data, size_t len) {
+    char tmp[4096];
+    vx_temp_name(path, tmp, sizeof tmp);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return vx_error("%s: cannot write: %s", path, strerror(errno));
+    int ok = fwrite(data, 1, len, f) == len;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok) vx_error("%s: write failed", path);
+    return vx_commit_temp(tmp, path, ok);
+}

@@ -16,6 +16,9 @@ extern "C" {
  * w_k dout[n][f]. Accumulation in double. */
 void vx_trilinear_forward_cpu(const float *feats, const float *points, float *out, int n, int f);
 void vx_trilinear_backward_cpu(const float *dout, const float *points, float *dfeats, int n, int f);
+/* The same in float64 (the Python ops' CPU path, for gradcheck). */
+void vx_trilinear_forward_f64_cpu(const double *feats, const double *points, double *out, int n, int f);
+void vx_trilinear_backward_f64_cpu(const double *dout, const double *points, double *dfeats, int n, int f);
 
 /* A dense grid (Z, Y, X, C), channel innermost, placed by a world->index affine. */
 typedef struct {
@@ -29,6 +32,9 @@ void vx_grid_gather_cpu(const vx_grid_desc *g, const float *grid, const float *p
 /* Scatter (the gather's adjoint): dgrid[corner][c] += w_corner * dout[m][c]. dgrid must be
  * zeroed by the caller; accumulates in double through a temporary copy. */
 int vx_grid_scatter_cpu(const vx_grid_desc *g, const float *dout, const float *pts, int m, float *dgrid);
+/* float64 twins (grid, points, values and gradients all double; the cell is found in float). */
+void vx_grid_gather_f64_cpu(const vx_grid_desc *g, const double *grid, const double *pts, int m, double *out);
+int vx_grid_scatter_f64_cpu(const vx_grid_desc *g, const double *dout, const double *pts, int m, double *dgrid);
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,6 @@
  * used by every host module (see vx_common.h). */
 #include "vx_common.h"
 #include "vx_math.h"
-#include "outputs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -169,34 +168,6 @@ int vx_read_file(const char *path, size_t max_bytes, unsigned char **data, size_
     *data = buf;
     *len = n;
     return 0;
-}
-
-void vx_temp_name(const char *path, char *buf, size_t cap) {
-    snprintf(buf, cap, "%s.tmp.%ld", path, (long)getpid());
-    vx_outputs_track(buf);
-}
-
-int vx_commit_temp(const char *tmp, const char *path, int ok) {
-    if (!ok) { remove(tmp); vx_outputs_untrack(tmp); return -1; }
-    if (vx_outputs_defer(tmp, path)) return 0;
-    vx_outputs_untrack(tmp);
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        remove(tmp);
-        return vx_error("%s: cannot rename into place: %s", path, strerror(e));
-    }
-    return 0;
-}
-
-int vx_write_file_atomic(const char *path, const void *data, size_t len) {
-    char tmp[4096];
-    vx_temp_name(path, tmp, sizeof tmp);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return vx_error("%s: cannot write: %s", path, strerror(errno));
-    int ok = fwrite(data, 1, len, f) == len;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok) vx_error("%s: write failed", path);
-    return vx_commit_temp(tmp, path, ok);
 }
 
 uint64_t vx_splitmix64(uint64_t *state) { return vx_mix64(*state += 0x9E3779B97F4A7C15ull); }

@@ -57,7 +57,8 @@ int vx_check_regular(const char *path);
  * max_bytes caps the size; errors name the path. */
 int vx_read_file(const char *path, size_t max_bytes, unsigned char **data, size_t *len);
 
-/* Write `len` bytes to `path` atomically: write PATH.tmp.PID then rename. */
+/* Write `len` bytes to `path` atomically: write PATH.tmp.PID then rename (outputs.c, like
+ * the two below: the temporaries are tracked there for the signal handler). */
 int vx_write_file_atomic(const char *path, const void *data, size_t len);
 
 /* Temporary name for atomic writes: "<path>.tmp.<pid>" into buf. */

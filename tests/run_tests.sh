@@ -3,7 +3,8 @@
 # shell suites (CLI end to end, viewer under Xvfb, parser fuzzing when asked), and
 # prints one closing line "N passed, N failed" (", N skipped" when tests were skipped,
 # e.g. without ../shared/data). Called by `make test`.
-# Environment: VOXRAY (binary), BUILD (build dir), FUZZ=1 to run the fuzz targets.
+# Environment: VOXRAY (binary), BUILD (build dir), FUZZ=1 to run the fuzz targets,
+# PYTHON_TESTS=1 to run python/tests against $BUILD/libvoxray.so (PYTHON: the interpreter).
 passed=0
 failed=0
 skipped=0
@@ -38,6 +39,28 @@ for s in tests/test_*.sh; do
     if [ $rc -ne 0 ] && [ "${f:-0}" = 0 ]; then failed=$((failed + 1)); fi
     [ $rc -ne 0 ] && failed_names="$failed_names $s"
 done
+# The Python package (python/tests, pytest): when make asks for it (not in sanitizer builds,
+# whose library Python cannot load) and numpy + pytest are there; torch-only tests skip
+# themselves without torch, CUDA ones without a GPU, each with its reason.
+if [ "${PYTHON_TESTS:-0}" = 1 ]; then
+    py=${PYTHON:-python3}
+    echo "== python/tests (pytest)"
+    if ! "$py" -c "import numpy, pytest" 2>/dev/null; then
+        echo "python tests skipped: numpy or pytest is not installed ($py -m pip install numpy pytest torch)"
+    else
+        VOXRAY_LIB="$BUILD/libvoxray.so" "$py" -m pytest -q -rs -p no:cacheprovider python/tests >"$log" 2>&1
+        rc=$?
+        cat "$log"
+        line=$(grep -E '^(=+ )?[0-9]+ (passed|failed|error|skipped)' "$log" | tail -n 1)
+        p=$(echo "$line" | sed -n 's/.*\b\([0-9][0-9]*\) passed.*/\1/p')
+        f=$(echo "$line" | sed -n 's/.*\b\([0-9][0-9]*\) failed.*/\1/p')
+        e=$(echo "$line" | sed -n 's/.*\b\([0-9][0-9]*\) error.*/\1/p')
+        passed=$((passed + ${p:-0}))
+        failed=$((failed + ${f:-0} + ${e:-0}))
+        if [ $rc -ne 0 ] && [ $((${f:-0} + ${e:-0})) = 0 ]; then failed=$((failed + 1)); fi
+        [ $rc -ne 0 ] && failed_names="$failed_names python/tests"
+    fi
+fi
 rm -f "$log"
 [ -n "$failed_names" ] && echo "failing:$failed_names"
 if [ "$skipped" -gt 0 ]; then

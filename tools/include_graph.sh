@@ -9,18 +9,20 @@ import os, re, subprocess, sys
 
 # Layers, bottom (0) to top (5); the first pattern that matches a path wins.
 LAYERS = [
-    (5, "commands",  [r"src/cmd/", r"src/main\.c", r"src/commands\.h", r"src/cli\.", r"src/view/", r"src/bench"]),
+    (5, "commands",  [r"src/cmd/", r"src/main\.c", r"src/commands\.h", r"src/cli\.", r"src/view/", r"src/bench",
+                      r"src/api\.c", r"src/voxray\.h"]),
     (4, "backends",  [r"src/backend\.", r"src/fit_backend", r"src/fit_train\.", r"src/fit_report\."]),
     (0, "device API", [r"kernels/cuda_device\.h", r"kernels/device\.cu", r"kernels/common\.cuh"]),
     (3, "renderers, training steps, kernels",
                      [r"src/render", r"src/volume\.", r"src/fit\.h", r"src/fit_cpu\.c", r"kernels/"]),
     (2, "formats, scenes, datasets, images",
                      [r"src/scene\.", r"src/formats", r"src/npy\.", r"src/tf\.c", r"src/make_scene\.",
-                      r"src/dataset\.", r"src/image\.", r"src/frame\."]),
+                      r"src/dataset\.", r"src/image\.", r"src/frame\.", r"src/sparse\.c",
+                      r"src/sparse_io\.c", r"src/sparse_grid\.h"]),
     (1, "march, decode, sparse, trilinear",
                      [r"src/march\.h", r"src/decode\.h", r"src/sparse\.h", r"src/fit_march\.h",
                       r"kernels/fit_rays\.cuh", r"src/trilinear"]),
-    (0, "maths and common", [r"src/vx_", r"src/camera\.", r"src/grid\.", r"src/metrics\."]),
+    (0, "maths and common", [r"src/vx_", r"src/outputs\.", r"src/camera\.", r"src/grid\.", r"src/metrics\."]),
 ]
 
 # Known upward edges, each with the reason and who removes it; printed, not counted.

@@ -8,7 +8,8 @@
 #include "view.h"
 #include "vx_common.h"
 #ifdef VX_HAVE_CUDA
-#include "vx_cuda.h"
+#include "cuda_render.h"
+#include "cuda_view.h"
 #endif
 
 #ifdef VX_HAVE_CUDA
