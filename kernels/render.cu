@@ -40,21 +40,53 @@ template <int DEC, int DEG> struct vx_dec_traits {
 };
 
 /* Where a lattice point's channels live: dense (z, y, x, c) or sparse bricks (sparse.h),
- * float32 or float16. */
+ * float32 or float16. corners() gives the eight corner pointers of a trilinear cell. */
 template <typename T> struct vx_dense_store {
+    typedef T elem;
     const T *data;
     size_t sy, sz, nc;        /* element strides of y, z and x (= channels) */
     __device__ __forceinline__ const T *voxel(int x, int y, int z) const {
         return data + (size_t)z * sz + (size_t)y * sy + (size_t)x * nc;
     }
+    __device__ __forceinline__ void corners(const vx_cell &c, const T *p[8]) const {
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            int x, y, z;
+            vx_cell_corner(&c, k, &x, &y, &z);
+            p[k] = voxel(x, y, z);
+        }
+    }
 };
 template <typename T> struct vx_sparse_store {
+    typedef T elem;
     const int32_t *table;
     const T *pool, *background;
     int bn[3], nc;
     __device__ __forceinline__ const T *voxel(int x, int y, int z) const {
         ptrdiff_t off = vx_sparse_offset(table, bn, nc, x, y, z);
         return off < 0 ? background : pool + off;
+    }
+    /* Two thirds of the cells lie inside one brick: one table read serves all eight corners. */
+    __device__ __forceinline__ void corners(const vx_cell &c, const T *p[8]) const {
+        int bx = c.x[0] >> VX_BRICK_LOG2, by = c.y[0] >> VX_BRICK_LOG2, bz = c.z[0] >> VX_BRICK_LOG2;
+        if ((c.x[1] >> VX_BRICK_LOG2) == bx && (c.y[1] >> VX_BRICK_LOG2) == by && (c.z[1] >> VX_BRICK_LOG2) == bz) {
+            int32_t slot = __ldg(table + ((size_t)bz * bn[1] + by) * bn[0] + bx);
+            const T *base = pool + (size_t)(slot < 0 ? 0 : slot) * VX_BRICK_VOXELS * nc;
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                int x, y, z;
+                vx_cell_corner(&c, k, &x, &y, &z);
+                size_t local = ((size_t)(z & (VX_BRICK - 1)) * VX_BRICK + (y & (VX_BRICK - 1))) * VX_BRICK + (x & (VX_BRICK - 1));
+                p[k] = slot < 0 ? background : base + local * nc;
+            }
+            return;
+        }
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            int x, y, z;
+            vx_cell_corner(&c, k, &x, &y, &z);
+            p[k] = voxel(x, y, z);
+        }
     }
 };
 
@@ -71,13 +103,11 @@ template <class S, int DEC, int DEG> struct vx_render_op {
         const vx_march_params *m = r->m;
         vx_cell c;
         float v[8][NC], raw[NC];
+        const typename S::elem *cp[8];
         vx_trilinear_cell(m->nx, m->ny, m->nz, s->p, &c);
+        r->store.corners(c, cp);
 #pragma unroll
-        for (int k = 0; k < 8; k++) {
-            int x, y, z;
-            vx_cell_corner(&c, k, &x, &y, &z);
-            vx_load_point<NC>(r->store.voxel(x, y, z), v[k]);
-        }
+        for (int k = 0; k < 8; k++) vx_load_point<NC>(cp[k], v[k]);
         const float *vp[8] = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
         vx_cell_blend(&c, vp, NC, raw);
         if constexpr (DEC == VX_DEC_SCALAR) {
@@ -86,12 +116,9 @@ template <class S, int DEC, int DEG> struct vx_render_op {
                 float f[6];
                 for (int q = 0; q < 6; q++) {
                     vx_trilinear_cell(m->nx, m->ny, m->nz, vx_gradient_probe(s->p, q), &c);
+                    r->store.corners(c, cp);
 #pragma unroll
-                    for (int k = 0; k < 8; k++) {
-                        int x, y, z;
-                        vx_cell_corner(&c, k, &x, &y, &z);
-                        vx_load_point<1>(r->store.voxel(x, y, z), v[k]);
-                    }
+                    for (int k = 0; k < 8; k++) vx_load_point<1>(cp[k], v[k]);
                     vx_cell_blend(&c, vp, 1, f + q);
                 }
                 vx_shade(m, f, d, rgb);
