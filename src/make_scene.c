@@ -516,20 +516,23 @@ static void vx__skip_flags(const vx__scene_def *def, const vx__gen_ctx *ctx, int
     }
 }
 
-/* Lattice plane z into out (res*res*nc floats); bricks flagged in `skip` get zeros, which
- * is what their channel 0 holds, and the drop rule removes them whatever the rest. */
-static void vx__plane(const vx__scene_def *def, const vx__gen_ctx *ctx, int res, int bn, int z,
-                      const unsigned char *skip, float *out) {
-    const int nc = def->channels;
+/* Lattice planes z0 .. z1 (inclusive) into out, plane z at out + (z - z0) * res*res*nc;
+ * bricks flagged in `skip` (slab z0 / 8) or `skip_next` (the slab after) get zeros: that is
+ * what their channel 0 holds, and the drop rule removes them whatever the rest holds. */
+static void vx__planes(const vx__scene_def *def, const vx__gen_ctx *ctx, int res, int bn, int z0, int z1,
+                       const unsigned char *skip, const unsigned char *skip_next, float *out) {
+    const int nc = def->channels, slab = z0 / VX_BRICK;
 #pragma omp parallel for schedule(dynamic, 4)
-    for (int y = 0; y < res; y++) {
+    for (int k = 0; k < (z1 - z0 + 1) * res; k++) {
+        int z = z0 + k / res, y = k % res;
+        const unsigned char *f = z / VX_BRICK == slab ? skip : skip_next;
         double p[3];
         p[1] = vx__box_lo[1] + y * ctx->h;
         p[2] = vx__box_lo[2] + z * ctx->h;
-        float *row = out + (size_t)y * res * nc;
+        float *row = out + ((size_t)(z - z0) * res + y) * res * nc;
         for (int bx = 0; bx < bn; bx++) {
             int x0 = bx * VX_BRICK, x1 = x0 + VX_BRICK < res ? x0 + VX_BRICK : res;
-            if (skip[(y / VX_BRICK) * bn + bx]) {
+            if (f[(y / VX_BRICK) * bn + bx]) {
                 memset(row + (size_t)x0 * nc, 0, sizeof(float) * (size_t)(x1 - x0) * nc);
                 continue;
             }
@@ -585,12 +588,11 @@ int vx_make_scene_sparse(const char *name, int res, float threshold, vx_grid *g,
     if (vx_sparse_builder_init(&b, sp, res, res, res, nc, zero, &set.dec, threshold, source)) goto done;
     unsigned char *cur = flags, *next = flags + (size_t)bn * bn;
     vx__skip_flags(def, &ctx, res, bn, 0, cur);
-    vx__plane(def, &ctx, res, bn, 0, cur, win + plane); /* win[1] = plane 0 */
+    vx__planes(def, &ctx, res, bn, 0, 0, cur, cur, win + plane); /* win[1] = plane 0 */
     for (int bz = 0; bz < bn; bz++) {
-        int z0 = bz * VX_BRICK;
+        int z0 = bz * VX_BRICK, z1 = z0 + VX_BRICK < res - 1 ? z0 + VX_BRICK : res - 1;
         if (bz + 1 < bn) vx__skip_flags(def, &ctx, res, bn, bz + 1, next);
-        for (int z = z0 + 1; z <= z0 + VX_BRICK && z < res; z++)
-            vx__plane(def, &ctx, res, bn, z, z < z0 + VX_BRICK ? cur : next, win + (size_t)(1 + z - z0) * plane);
+        if (z1 > z0) vx__planes(def, &ctx, res, bn, z0 + 1, z1, cur, next, win + 2 * plane);
         if (vx_sparse_builder_slab(&b, z0 ? win : win + plane, z0 ? z0 - 1 : 0, bz)) goto done;
         memmove(win, win + (size_t)VX_BRICK * plane, 2 * plane * sizeof(float)); /* planes z0+7, z0+8 */
         unsigned char *t = cur; cur = next; next = t;

@@ -159,6 +159,7 @@ int vx_sparse_builder_slab(vx_sparse_builder *b, const float *win, int wz0, int 
     size_t first = s->nbricks, n = first;
     for (int k = 0; k < bnx * bny; k++) row[k] = keep[k] ? (int32_t)n++ : -1;
     if (n > (size_t)INT32_MAX) { free(keep); return vx_error("%s: more than 2^31 bricks", b->what); }
+    if (b->count_only) { s->nbricks = n; free(keep); return 0; }
     if (vx__reserve(b, n)) { free(keep); return -1; }
     s->nbricks = n;
 #pragma omp parallel for schedule(dynamic, 4)
@@ -258,6 +259,26 @@ int vx_grid_densify(vx_grid *g) {
 }
 
 /* ---- statistics ------------------------------------------------------------------------------- */
+
+int vx_sparse_count_kept(const vx_grid *dense, const vx_decoder *dec, float threshold, size_t *bricks,
+                         size_t *table_entries) {
+    if (dense->sparse || !dense->data) return vx_error("%s: vx_sparse_count_kept needs a dense grid", dense->source);
+    if (dense->nc < 1 || dense->nc > VX_SPARSE_MAX_CHANNELS)
+        return vx_error("%s: %d channels; voxray supports 1..%d", dense->source, dense->nc, VX_SPARSE_MAX_CHANNELS);
+    float bg[VX_SPARSE_MAX_CHANNELS];
+    vx_sparse_default_background(dense, dec, bg);
+    vx_sparse s;
+    vx_sparse_builder b;
+    if (vx_sparse_builder_init(&b, &s, dense->nx, dense->ny, dense->nz, dense->nc, bg, dec, threshold, dense->source))
+        return -1;
+    b.count_only = 1;
+    int rc = 0;
+    for (int bz = 0; bz < s.bn[2] && !rc; bz++) rc = vx_sparse_builder_slab(&b, dense->data, 0, bz);
+    *bricks = s.nbricks;
+    *table_entries = (size_t)s.bn[0] * s.bn[1] * s.bn[2];
+    vx_sparse_free(&s);
+    return rc;
+}
 
 void vx_sparse_stats_of(const vx_grid *g, vx_sparse_stats *st) {
     memset(st, 0, sizeof *st);

@@ -70,6 +70,7 @@ typedef struct {
     float threshold;
     size_t cap;             /* pool capacity in bricks */
     const char *what;       /* names the grid in messages */
+    int count_only;         /* 1: fill the table and count bricks, store no pool */
 } vx_sparse_builder;
 
 /* Start: allocates the table (every entry -1), an empty pool, background bg. */
@@ -84,6 +85,10 @@ int vx_sparse_builder_slab(vx_sparse_builder *b, const float *win, int wz0, int 
 int vx_sparse_builder_finish(vx_sparse_builder *b);
 
 /* ---- statistics ----------------------------------------------------------------------------- */
+
+/* Bricks vx_sparse_from_dense would keep (the default background), without storing them. */
+int vx_sparse_count_kept(const vx_grid *dense, const vx_decoder *dec, float threshold, size_t *bricks,
+                         size_t *table_entries);
 
 typedef struct {
     size_t bricks;          /* bricks in the pool */

@@ -11,12 +11,20 @@
 #include "formats.h"
 #include "npy.h"
 #include "scene.h"
+#include "sparse_grid.h"
 #include "vx_common.h"
 
 static const char *vx__usage =
     "usage: voxray convert IN OUTDIR [--raw X,Y,Z,dtype[,endian]] [--spacing sx,sy,sz]\n"
     "                      [--volume N] [--preset NAME] [--half]\n"
-    "Writes OUTDIR/grid.npy and OUTDIR/scene.json (open it with `voxray render OUTDIR`).\n";
+    "                      [--sparse [--threshold T] [--compress deflate|none] | --dense]\n"
+    "Writes OUTDIR/grid.npy and OUTDIR/scene.json (open it with `voxray render OUTDIR`).\n"
+    "--sparse writes OUTDIR/grid.sparse.npz instead: 8^3 bricks where the scene's decoder can\n"
+    "give density (--threshold T also drops bricks whose cells reach at most T; default 0\n"
+    "renders exactly as the dense grid), deflated unless --compress none; --half stores\n"
+    "float16. --dense writes grid.npy from any scene, sparse ones included. With either,\n"
+    "IN may be any scene (manifest, directory, .npy, .npz, volume file) and its placement,\n"
+    "decoder, background and camera are kept.\n";
 
 static const char *vx__dact_name(int a) {
     switch (a) {
@@ -64,11 +72,11 @@ static cJSON *vx__decoder_json(const vx_decoder *d) {
     return o;
 }
 
-/* The manifest: grid file, placement, decoder, background, a name. */
-static char *vx__manifest(const vx_grid *g, const vx_decoder *d, const char *name) {
+/* The manifest object: grid file, placement, decoder, background, a name. */
+static cJSON *vx__manifest_root(const vx_grid *g, const vx_decoder *d, const char *name, const char *grid_file) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "name", name);
-    cJSON_AddStringToObject(root, "grid", "grid.npy");
+    cJSON_AddStringToObject(root, "grid", grid_file);
     cJSON *m = cJSON_CreateArray();
     for (int r = 0; r < 4; r++) {
         double row[4] = {0, 0, 0, 1};
@@ -80,9 +88,91 @@ static char *vx__manifest(const vx_grid *g, const vx_decoder *d, const char *nam
     cJSON_AddItemToObject(root, "decoder", vx__decoder_json(d));
     double bg[3] = {0, 0, 0};
     cJSON_AddItemToObject(root, "background", vx__vec(bg, 3));
+    return root;
+}
+
+static char *vx__manifest(const vx_grid *g, const vx_decoder *d, const char *name) {
+    cJSON *root = vx__manifest_root(g, d, name, "grid.npy");
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     return text;
+}
+
+/* The manifest of a loaded scene: placement, decoder, background, step, camera. */
+static char *vx__scene_manifest(const vx_scene *s, const char *grid_file) {
+    cJSON *root = vx__manifest_root(&s->grid, &s->dec, s->name, grid_file);
+    double bg[3];
+    for (int c = 0; c < 3; c++) { /* the shortest decimal that reads back as the same float */
+        char num[32];
+        snprintf(num, sizeof num, "%.7g", s->background[c]);
+        bg[c] = strtod(num, NULL);
+    }
+    cJSON_ReplaceItemInObject(root, "background", vx__vec(bg, 3));
+    cJSON_AddNumberToObject(root, "step", s->step);
+    if (s->has_camera) {
+        cJSON *cam = cJSON_CreateObject();
+        cJSON_AddItemToObject(cam, "eye", vx__vec(s->eye, 3));
+        cJSON_AddItemToObject(cam, "target", vx__vec(s->target, 3));
+        cJSON_AddItemToObject(cam, "up", vx__vec(s->up, 3));
+        cJSON_AddNumberToObject(cam, "fov", s->fov_deg);
+        cJSON_AddItemToObject(root, "camera", cam);
+    }
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+/* convert --sparse / --dense: any scene in, its own storage out. */
+static int vx__convert_scene(const char *in, const char *out, const vx_load_opts *lo, int sparse, double threshold,
+                             int half, int deflate) {
+    vx_scene s;
+    if (vx_scene_load(in, lo, &s) != 0) {
+        fprintf(stderr, "voxray convert: %s\n", vx_errmsg());
+        return 1;
+    }
+    vx_grid sg;
+    memset(&sg, 0, sizeof sg);
+    const vx_grid *g = &s.grid;
+    int rc = 0;
+    if (sparse) {
+        /* a sparse input is re-thinned from its dense form (the drop rule needs the lattice) */
+        rc = vx_grid_densify(&s.grid) || vx_sparse_from_dense(&s.grid, &s.dec, (float)threshold, &sg);
+        g = &sg;
+    } else {
+        rc = vx_grid_densify(&s.grid);
+    }
+    const char *file = sparse ? "grid.sparse.npz" : "grid.npy";
+    char gpath[4096], json[4096], probe[4096];
+    vx_path_join(out, file, gpath, sizeof gpath);
+    vx_path_join(out, "scene.json", json, sizeof json);
+    snprintf(probe, sizeof probe, "%s/.", out);
+    if (rc == 0) rc = vx_mkdirs_for(probe);
+    if (rc == 0) rc = sparse ? vx_sparse_write(gpath, g, half, deflate ? VX_SPARSE_DEFLATE : VX_SPARSE_STORE)
+                             : vx_npy_write_grid(gpath, g, half);
+    if (rc == 0) {
+        char *text = vx__scene_manifest(&s, file);
+        rc = text ? vx_write_file_atomic(json, text, strlen(text)) : vx_error("%s: cannot build the manifest", json);
+        free(text);
+        if (rc != 0) remove(gpath); /* no half-written output */
+    }
+    if (rc != 0) {
+        fprintf(stderr, "voxray convert: %s\n", vx_errmsg());
+    } else if (sparse) {
+        vx_sparse_stats st;
+        vx_sparse_stats_of(g, &st);
+        struct stat fs;
+        double mib = stat(gpath, &fs) == 0 ? (double)fs.st_size / (1 << 20) : 0.0;
+        printf("wrote %s (%d x %d x %d x %d, %s, %zu of %zu bricks = %.2f%%, %.1f MiB on disk, %.1f MiB in memory vs "
+               "%.1f MiB dense) and %s\n", gpath, g->nx, g->ny, g->nz, g->nc, half ? "float16" : "float32", st.bricks,
+               st.table_entries, 100.0 * st.fill, mib, (double)st.bytes_sparse / (1 << 20),
+               (double)st.bytes_dense / (1 << 20), json);
+    } else {
+        printf("wrote %s (%d x %d x %d x %d, %s) and %s\n", gpath, g->nx, g->ny, g->nz, g->nc,
+               half ? "float16" : "float32", json);
+    }
+    vx_grid_free(&sg);
+    vx_scene_free(&s);
+    return rc ? 1 : 0;
 }
 
 static const char *vx__basename(const char *p) {
@@ -94,11 +184,12 @@ int vx_cmd_convert(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *preset = NULL;
     vx_load_opts lo;
     memset(&lo, 0, sizeof lo);
-    int half = 0;
+    int half = 0, sparse = 0, dense = 0, deflate = 1, sparse_only = 0;
+    double threshold = 0.0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int need = !strcmp(a, "--raw") || !strcmp(a, "--spacing") || !strcmp(a, "--volume") ||
-                   !strcmp(a, "--preset");
+                   !strcmp(a, "--preset") || !strcmp(a, "--threshold") || !strcmp(a, "--compress");
         if (need && i + 1 >= argc) {
             fprintf(stderr, "voxray convert: %s needs a value\n%s", a, vx__usage);
             return 2;
@@ -118,6 +209,22 @@ int vx_cmd_convert(int argc, char **argv) {
             }
         } else if (!strcmp(a, "--preset")) preset = lo.preset = argv[++i];
         else if (!strcmp(a, "--half")) half = 1;
+        else if (!strcmp(a, "--sparse")) sparse = 1;
+        else if (!strcmp(a, "--dense")) dense = 1;
+        else if (!strcmp(a, "--threshold")) {
+            sparse_only = 1;
+            if (vx_parse_double("--threshold", argv[++i], 0.0, 1e30, &threshold) != 0) {
+                fprintf(stderr, "voxray convert: %s\n", vx_errmsg());
+                return 2;
+            }
+        } else if (!strcmp(a, "--compress")) {
+            sparse_only = 1;
+            if (strcmp(argv[++i], "deflate") && strcmp(argv[i], "none")) {
+                fprintf(stderr, "voxray convert: --compress %s: expected deflate or none\n", argv[i]);
+                return 2;
+            }
+            deflate = !strcmp(argv[i], "deflate");
+        }
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(vx__usage, stdout); return 0; }
         else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "voxray convert: unknown flag %s\n%s", a, vx__usage);
@@ -130,6 +237,9 @@ int vx_cmd_convert(int argc, char **argv) {
         }
     }
     if (!in || !out) { fputs(vx__usage, stderr); return 2; }
+    if (sparse && dense) { fprintf(stderr, "voxray convert: give --sparse or --dense, not both\n"); return 2; }
+    if (sparse_only && !sparse) { fprintf(stderr, "voxray convert: --threshold and --compress need --sparse\n"); return 2; }
+    if (sparse || dense) return vx__convert_scene(in, out, &lo, sparse, threshold, half, deflate);
 
     vx_grid g;
     vx_decoder d;
