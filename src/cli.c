@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sparse_grid.h"
 #include "vx_common.h"
 
 void vx_cli_common_init(vx_cli_common *c) {
@@ -169,6 +170,8 @@ int vx_cli_parse_common(vx_cli_common *c, int *i, int argc, char **argv) {
 int vx_cli_load_scene(const vx_cli_common *c, vx_scene *s) {
     if (!c->scene_path) return vx_error("no scene given");
     if (vx_scene_load(c->scene_path, &c->load, s)) return -1;
+    /* interim, until the CPU/CUDA renderers read bricks (sparse.h): they get a dense copy */
+    if (!c->keep_sparse && s->grid.sparse && vx_grid_densify(&s->grid)) { vx_scene_free(s); return -1; }
     if ((c->has_window || c->preset) && s->dec.type != VX_DEC_SCALAR) {
         vx_scene_free(s);
         return vx_error("%s: --window and --preset apply only to scalar volumes", c->scene_path);

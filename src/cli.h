@@ -23,6 +23,7 @@ typedef struct {
     const char *preset;                /* --preset NAME (scalar) */
     int has_window;
     float window[2];                   /* --window lo,hi (scalar) */
+    int keep_sparse;                   /* 1: vx_cli_load_scene leaves sparse grids sparse (info) */
 } vx_cli_common;
 
 void vx_cli_common_init(vx_cli_common *c);
@@ -34,7 +35,8 @@ int vx_cli_parse_common(vx_cli_common *c, int *i, int argc, char **argv);
 /* Text for --help listing the common flags. */
 const char *vx_cli_common_help(void);
 
-/* Load the scene and apply decoder overrides (--density-scale, --preset, --window). */
+/* Load the scene and apply decoder overrides (--density-scale, --preset, --window).
+ * Interim: a sparse grid is made dense unless keep_sparse, until the renderers read bricks. */
 int vx_cli_load_scene(const vx_cli_common *c, vx_scene *s);
 
 /* The camera the flags describe for scene s at width x height: explicit eye/target
