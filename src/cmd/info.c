@@ -50,7 +50,9 @@ int vx_cmd_info(int argc, char **argv) {
     }
     if (!c.scene_path) { fprintf(stderr, "voxray info: no SCENE given\n"); return 2; }
     char facts[4096] = "";
-    if (vx_format_recognized(c.scene_path, &c.load) && vx_format_describe(c.scene_path, &c.load, facts, sizeof facts)) {
+    if (vx_sparse_is_file(c.scene_path))
+        snprintf(facts, sizeof facts, "format:     voxray sparse grid (.npz of 8^3 bricks, docs/FORMAT.md)\n");
+    else if (vx_format_recognized(c.scene_path, &c.load) && vx_format_describe(c.scene_path, &c.load, facts, sizeof facts)) {
         fprintf(stderr, "voxray: %s\n", vx_errmsg());
         return 1;
     }
