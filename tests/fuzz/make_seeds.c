@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include "fmt_fixtures.h"
+#include "sparse_grid.h"
 
 static char dir[512];
 
@@ -63,6 +64,18 @@ int main(int argc, char **argv) {
         fx_plenoxels_make(&p, 2, 3, 2, deg);
         fx_plenoxels_write(&p, path, sizeof path, NULL);
         fx_plenoxels_free(&p);
+    }
+    group(argv[1], "sparse"); /* small sparse grids: f32/f16, stored/deflated, 1 and 4 channels */
+    for (int k = 0; k < 4; k++) {
+        vx_grid d, s;
+        int nc = k < 2 ? 1 : 4;
+        if (vx_grid_alloc(&d, 9 + k, 8, 3 + 5 * k, nc, "seed")) return 1;
+        for (size_t i = 0; i < vx_grid_count(&d); i++) d.data[i] = i % 97 < 20 ? (float)(i % 13) - 2.0f : 0.0f;
+        if (vx_sparse_from_dense(&d, NULL, 0.0f, &s)) return 1;
+        snprintf(path, sizeof path, "%s/seed%d.npz", dir, k);
+        if (vx_sparse_write(path, &s, k & 1, k < 2 ? VX_SPARSE_STORE : VX_SPARSE_DEFLATE)) return 1;
+        vx_grid_free(&d);
+        vx_grid_free(&s);
     }
     return 0;
 }

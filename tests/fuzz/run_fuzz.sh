@@ -7,7 +7,7 @@ set -u
 CLANG=${CLANG:-clang}
 T=${FUZZ_TIME:-20}
 B=${FUZZ_BUILD:-build/fuzz}
-TARGETS="nrrd nifti metaimage inr volpack raw plenoxels"
+TARGETS="nrrd nifti metaimage inr volpack raw plenoxels sparse"
 if ! command -v "$CLANG" >/dev/null 2>&1; then
     echo "fuzz: $CLANG not found (install clang and libclang-rt-14-dev)"; echo "fuzz: 0 passed, 1 failed"; exit 1
 fi
@@ -16,7 +16,7 @@ SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CF="-g -O1 -std=c11 -D_GNU_SOURCE -Isrc -Isrc/formats -Itests $SAN"
 LIBS="-lzip -lz -lm"
 OBJS=""
-for s in src/vx_common.c src/grid.c src/npy.c src/formats/*.c; do
+for s in src/vx_common.c src/grid.c src/npy.c src/sparse.c src/sparse_io.c src/formats/*.c; do
     o="$B/obj/$(echo "$s" | tr / _ | sed 's/\.c$/.o/')"
     "$CLANG" $CF -fsanitize=fuzzer-no-link -c "$s" -o "$o" || { echo "fuzz: cannot compile $s"; echo "fuzz: 0 passed, 1 failed"; exit 1; }
     OBJS="$OBJS $o"
