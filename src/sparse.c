@@ -231,6 +231,113 @@ int vx_sparse_from_dense(const vx_grid *dense, const vx_decoder *dec, float thre
     return vx_sparse_from_dense_bg(dense, dec, threshold, bg, out);
 }
 
+/* The drop rule on a sparse grid: slot[k] = 0 to keep table entry k, -1 to drop. */
+static void vx__rethin_flags(const vx_grid *in, const vx_decoder *dec, float threshold, int32_t *slot) {
+    const vx_sparse *a = in->sparse;
+    const int nx = in->nx, ny = in->ny, nz = in->nz, nc = a->nc, bnx = a->bn[0], bny = a->bn[1];
+    const size_t ntable = (size_t)bnx * bny * a->bn[2];
+    const float *bg = a->background;
+#pragma omp parallel for schedule(dynamic, 64)
+    for (long long k = 0; k < (long long)ntable; k++) {
+        slot[k] = -1;
+        if (a->table[k] < 0) continue; /* all background: dropped by either rule */
+        int bx = (int)(k % bnx), by = (int)(k / bnx % bny), bz = (int)(k / bnx / bny);
+        int x0 = bx * VX_BRICK, y0 = by * VX_BRICK, z0 = bz * VX_BRICK;
+        int x1 = x0 + vx__span(nx, bx), y1 = y0 + vx__span(ny, by), z1 = z0 + vx__span(nz, bz);
+        int all_bg = 1;
+        for (int z = z0; z < z1 && all_bg; z++)
+            for (int y = y0; y < y1 && all_bg; y++)
+                for (int x = x0; x < x1 && all_bg; x++) {
+                    const float *v = vx_sparse_voxel(a, x, y, z);
+                    for (int c = 0; c < nc; c++)
+                        if (v[c] != bg[c]) { all_bg = 0; break; }
+                }
+        float lo = INFINITY, hi = -INFINITY;
+        if (!all_bg && dec)
+            for (int z = z0 > 0 ? z0 - 1 : 0; z < (z1 < nz ? z1 + 1 : nz); z++)
+                for (int y = y0 > 0 ? y0 - 1 : 0; y < (y1 < ny ? y1 + 1 : ny); y++)
+                    for (int x = x0 > 0 ? x0 - 1 : 0; x < (x1 < nx ? x1 + 1 : nx); x++) {
+                        float v = vx_sparse_voxel(a, x, y, z)[0];
+                        if (v < lo) lo = v;
+                        if (v > hi) hi = v;
+                    }
+        slot[k] = vx_sparse_keep(dec, threshold, bg[0], all_bg, lo, hi) ? 0 : -1;
+    }
+}
+
+/* Copy brick src into dst with the points past the lattice set to the background. */
+static void vx__copy_brick(const vx_sparse *a, int nx, int ny, int nz, size_t k, const float *src, float *dst) {
+    const int nc = a->nc, bnx = a->bn[0], bny = a->bn[1];
+    int bx = (int)(k % (size_t)bnx), by = (int)(k / (size_t)bnx % (size_t)bny), bz = (int)(k / (size_t)bnx / (size_t)bny);
+    for (int l = 0; l < VX_BRICK_VOXELS; l++) {
+        int x = bx * VX_BRICK + (l & 7), y = by * VX_BRICK + (l >> 3 & 7), z = bz * VX_BRICK + (l >> 6);
+        const float *v = x < nx && y < ny && z < nz ? src + (size_t)l * nc : a->background;
+        if (v != dst + (size_t)l * nc) memmove(dst + (size_t)l * nc, v, sizeof(float) * (size_t)nc);
+    }
+}
+
+int vx_sparse_rethin(const vx_grid *in, const vx_decoder *dec, float threshold, vx_grid *out) {
+    memset(out, 0, sizeof *out);
+    const vx_sparse *a = in->sparse;
+    if (!a) return vx_error("%s: vx_sparse_rethin needs a sparse grid", in->source);
+    const int nc = a->nc;
+    const size_t ntable = (size_t)a->bn[0] * a->bn[1] * a->bn[2];
+    int32_t *slot = vx_malloc(ntable * sizeof(int32_t), in->source);
+    if (!slot) return -1;
+    vx__rethin_flags(in, dec, threshold, slot);
+    size_t n = 0;
+    for (size_t k = 0; k < ntable; k++)
+        if (slot[k] >= 0) slot[k] = (int32_t)n++;
+    vx_sparse *s = vx_calloc(1, sizeof *s, in->source);
+    if (!s || vx_sparse_alloc(s, in->nx, in->ny, in->nz, nc, n, in->source)) { free(s); free(slot); return -1; }
+    memcpy(s->table, slot, ntable * sizeof(int32_t));
+    memcpy(s->background, a->background, sizeof(float) * (size_t)nc);
+    free(slot);
+#pragma omp parallel for schedule(dynamic, 64)
+    for (long long k = 0; k < (long long)ntable; k++)
+        if (s->table[k] >= 0)
+            vx__copy_brick(a, in->nx, in->ny, in->nz, (size_t)k, a->pool + (size_t)a->table[k] * VX_BRICK_VOXELS * nc,
+                           s->pool + (size_t)s->table[k] * VX_BRICK_VOXELS * nc);
+    vx__copy_meta(in, out);
+    out->sparse = s;
+    return 0;
+}
+
+int vx_sparse_rethin_inplace(vx_grid *g, const vx_decoder *dec, float threshold) {
+    vx_sparse *a = g->sparse;
+    if (!a) return vx_error("%s: vx_sparse_rethin needs a sparse grid", g->source);
+    const size_t ntable = (size_t)a->bn[0] * a->bn[1] * a->bn[2], bsize = (size_t)VX_BRICK_VOXELS * a->nc;
+    int32_t last = -1;
+    int ordered = 1;
+    for (size_t k = 0; k < ntable && ordered; k++)
+        if (a->table[k] >= 0) { ordered = a->table[k] > last; last = a->table[k]; }
+    if (!ordered) { /* pool in another order: thin into a copy */
+        vx_grid out;
+        if (vx_sparse_rethin(g, dec, threshold, &out)) return -1;
+        vx_grid_free(g);
+        *g = out;
+        return 0;
+    }
+    int32_t *slot = vx_malloc(ntable * sizeof(int32_t), g->source);
+    if (!slot) return -1;
+    vx__rethin_flags(g, dec, threshold, slot);
+    size_t n = 0;
+    for (size_t k = 0; k < ntable; k++) { /* new slot <= old slot: moving down in order is safe */
+        if (a->table[k] < 0) continue;
+        if (slot[k] < 0) { a->table[k] = -1; continue; }
+        vx__copy_brick(a, g->nx, g->ny, g->nz, k, a->pool + (size_t)a->table[k] * bsize, a->pool + n * bsize);
+        a->table[k] = (int32_t)n++;
+    }
+    free(slot);
+    a->nbricks = n;
+    if (n == 0) { free(a->pool); a->pool = NULL; }
+    else {
+        float *p = realloc(a->pool, n * bsize * sizeof(float));
+        if (p) a->pool = p;
+    }
+    return 0;
+}
+
 int vx_sparse_to_dense(const vx_grid *sp, vx_grid *dense) {
     memset(dense, 0, sizeof *dense);
     if (vx_grid_alloc(dense, sp->nx, sp->ny, sp->nz, sp->nc, sp->source)) return -1;

@@ -55,6 +55,15 @@ int vx_sparse_from_dense(const vx_grid *dense, const vx_decoder *dec, float thre
 int vx_sparse_from_dense_bg(const vx_grid *dense, const vx_decoder *dec, float threshold, const float *bg,
                             vx_grid *out);
 
+/* Sparse -> sparse with the drop rule applied again (the input's background kept): equals
+ * vx_sparse_from_dense_bg(dense form of in, dec, threshold, in's background) without ever
+ * holding the dense form, so `convert --sparse --half/--threshold` works on 2048^3 grids. */
+int vx_sparse_rethin(const vx_grid *in, const vx_decoder *dec, float threshold, vx_grid *out);
+
+/* The same on g itself: when the pool holds its bricks in table order (as voxray writes
+ * them) the kept ones move down in place, so the peak memory is the grid's own. */
+int vx_sparse_rethin_inplace(vx_grid *g, const vx_decoder *dec, float threshold);
+
 /* Dense copy of a sparse (or dense) grid. */
 int vx_sparse_to_dense(const vx_grid *sparse, vx_grid *dense);
 

@@ -100,6 +100,55 @@ static void test_roundtrip_exact(void **state) {
         }
 }
 
+/* Thinning a sparse grid again equals thinning its dense form. */
+static void test_rethin(void **state) {
+    (void)state;
+    static const int ncs[] = {1, 4, 28};
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 3; k++) {
+            vx_grid d, s, dd, want, got;
+            random_grid(&d, 17 + 5 * k, 24, 9 + 7 * k, ncs[i]);
+            assert_int_equal(vx_sparse_from_dense(&d, NULL, 0.0f, &s), 0);
+            s.sparse->background[0] = k == 2 ? 0.5f : 0.0f; /* a live background keeps more */
+            assert_int_equal(vx_sparse_to_dense(&s, &dd), 0);
+            vx_decoder dec = *rgba_dec();
+            if (ncs[i] == 1) { dec.type = VX_DEC_SCALAR; dec.tf_n = 2; dec.window_lo = 0; dec.window_hi = 5;
+                               float tf[2][5] = {{0, 0, 0, 0, 0}, {1, 1, 1, 1, 3}}; memcpy(dec.tf, tf, sizeof tf); }
+            if (ncs[i] == 28) { dec.type = VX_DEC_SH; dec.sh_degree = 2; }
+            float thr = k == 1 ? 1.0f : 0.0f;
+            assert_int_equal(vx_sparse_from_dense_bg(&dd, &dec, thr, s.sparse->background, &want), 0);
+            assert_int_equal(vx_sparse_rethin(&s, &dec, thr, &got), 0);
+            assert_int_equal(want.sparse->nbricks, got.sparse->nbricks);
+            assert_memory_equal(want.sparse->table, got.sparse->table,
+                                sizeof(int32_t) * (size_t)want.sparse->bn[0] * want.sparse->bn[1] * want.sparse->bn[2]);
+            if (want.sparse->nbricks)
+                assert_memory_equal(want.sparse->pool, got.sparse->pool,
+                                    want.sparse->nbricks * VX_BRICK_VOXELS * (size_t)ncs[i] * sizeof(float));
+            assert_true(got.sparse->nbricks <= s.sparse->nbricks);
+            if (k == 1 && s.sparse->nbricks >= 2) { /* a pool out of table order: swap two bricks */
+                vx_sparse *q = s.sparse;
+                size_t bs = VX_BRICK_VOXELS * (size_t)q->nc, t0 = 0, t1;
+                while (q->table[t0] != 0) t0++;
+                for (t1 = 0; q->table[t1] != 1; t1++) {}
+                float *tmp = malloc(bs * sizeof(float));
+                memcpy(tmp, q->pool, bs * sizeof(float));
+                memcpy(q->pool, q->pool + bs, bs * sizeof(float));
+                memcpy(q->pool + bs, tmp, bs * sizeof(float));
+                free(tmp);
+                q->table[t0] = 1;
+                q->table[t1] = 0;
+            }
+            assert_int_equal(vx_sparse_rethin_inplace(&s, &dec, thr), 0); /* in place: the same */
+            assert_int_equal(s.sparse->nbricks, got.sparse->nbricks);
+            assert_memory_equal(s.sparse->table, got.sparse->table,
+                                sizeof(int32_t) * (size_t)want.sparse->bn[0] * want.sparse->bn[1] * want.sparse->bn[2]);
+            if (got.sparse->nbricks)
+                assert_memory_equal(s.sparse->pool, got.sparse->pool,
+                                    got.sparse->nbricks * VX_BRICK_VOXELS * (size_t)ncs[i] * sizeof(float));
+            vx_grid_free(&d); vx_grid_free(&s); vx_grid_free(&dd); vx_grid_free(&want); vx_grid_free(&got);
+        }
+}
+
 static void test_scalar_background(void **state) {
     (void)state;
     vx_grid d, s, back;
@@ -476,7 +525,8 @@ static void test_make_scene_sparse(void **state) {
 int main(void) {
     vx_test_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip_exact),   cmocka_unit_test(test_scalar_background),
+        cmocka_unit_test(test_roundtrip_exact),   cmocka_unit_test(test_rethin),
+        cmocka_unit_test(test_scalar_background),
         cmocka_unit_test(test_drop_rule_keeps_neighbours), cmocka_unit_test(test_alloc_checks),
         cmocka_unit_test(test_file_roundtrip),    cmocka_unit_test(test_scene_load),
         cmocka_unit_test(test_bad_files),         cmocka_unit_test(test_make_scene_sparse),

@@ -135,9 +135,12 @@ static int vx__convert_scene(const char *in, const char *out, const vx_load_opts
     const vx_grid *g = &s.grid;
     int rc = 0;
     if (sparse) {
-        /* a sparse input is re-thinned from its dense form (the drop rule needs the lattice) */
-        rc = vx_grid_densify(&s.grid) || vx_sparse_from_dense(&s.grid, &s.dec, (float)threshold, &sg);
-        g = &sg;
+        /* a sparse input is thinned again brick by brick, never made dense */
+        if (s.grid.sparse) rc = vx_sparse_rethin_inplace(&s.grid, &s.dec, (float)threshold);
+        else {
+            rc = vx_sparse_from_dense(&s.grid, &s.dec, (float)threshold, &sg);
+            g = &sg;
+        }
     } else {
         rc = vx_grid_densify(&s.grid);
     }
