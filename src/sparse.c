@@ -35,6 +35,9 @@ int vx_sparse_alloc(vx_sparse *s, int nx, int ny, int nz, int nc, size_t nbricks
     if (!what) what = "sparse grid";
     size_t entries = 0, bytes = 0;
     if (vx__table_size(nx, ny, nz, nc, s->bn, &entries, what)) return -1;
+    if (entries * sizeof(int32_t) > VX_MAX_SPARSE_BYTES)
+        return vx_error("%s: a brick table for %dx%dx%d needs more than the %zu GiB allowed", what, nx, ny, nz,
+                        VX_MAX_SPARSE_BYTES >> 30);
     if (nbricks > entries)
         return vx_error("%s: %zu bricks but the table has only %zu entries", what, nbricks, entries);
     if (vx__pool_bytes(nbricks, nc, &bytes, what)) return -1;

@@ -235,8 +235,10 @@ static void test_alloc_checks(void **state) {
     assert_non_null(strstr(vx_errmsg(), "channels"));
     assert_int_equal(vx_sparse_alloc(&s, 8, 8, 8, 4, 2, "a"), -1);
     assert_non_null(strstr(vx_errmsg(), "table has only 1"));
-    assert_int_equal(vx_sparse_alloc(&s, 65536, 65536, 65536, 64, (size_t)1 << 36, "a"), -1);
-    assert_non_null(strstr(vx_errmsg(), "GiB"));
+    assert_int_equal(vx_sparse_alloc(&s, 65536, 65536, 65536, 64, 0, "a"), -1); /* a 2 TiB table */
+    assert_non_null(strstr(vx_errmsg(), "brick table"));
+    assert_int_equal(vx_sparse_alloc(&s, 16384, 16384, 16384, 64, (size_t)1 << 26, "a"), -1);
+    assert_non_null(strstr(vx_errmsg(), "GiB allowed for a brick pool"));
     assert_int_equal(vx_sparse_alloc(&s, 9, 8, 8, 4, 2, "a"), 0);
     assert_true(s.bn[0] == 2 && s.bn[1] == 1 && s.bn[2] == 1 && s.table[0] == -1 && s.table[1] == -1);
     vx_sparse_free(&s);
