@@ -403,3 +403,36 @@ void vx_sparse_stats_of(const vx_grid *g, vx_sparse_stats *st) {
     st->fill = st->table_entries ? (double)s->nbricks / (double)st->table_entries : 0.0;
     st->bytes_sparse = s->nbricks * VX_BRICK_VOXELS * (size_t)s->nc * sizeof(float) + st->table_entries * sizeof(int32_t);
 }
+
+void vx_sparse_brick_ranges(const vx_grid *g, float *lo, float *hi) {
+    const vx_sparse *a = g->sparse;
+    const int nx = g->nx, ny = g->ny, nz = g->nz, bnx = a->bn[0], bny = a->bn[1], bnz = a->bn[2];
+    const size_t ntable = (size_t)bnx * bny * bnz;
+    const float bg = a->background[0];
+#pragma omp parallel for schedule(dynamic, 256)
+    for (long long k = 0; k < (long long)ntable; k++) {
+        int bx = (int)(k % bnx), by = (int)(k / bnx % bny), bz = (int)(k / bnx / bny), any = 0;
+        for (int dz = -1; dz <= 1 && !any; dz++) /* the brick or a neighbour present? */
+            for (int dy = -1; dy <= 1 && !any; dy++)
+                for (int dx = -1; dx <= 1 && !any; dx++) {
+                    int x = bx + dx, y = by + dy, z = bz + dz;
+                    if (x >= 0 && y >= 0 && z >= 0 && x < bnx && y < bny && z < bnz)
+                        any = a->table[((size_t)z * bny + y) * bnx + x] >= 0;
+                }
+        float l = bg, h = bg;
+        if (any) {
+            int x0 = bx * VX_BRICK, y0 = by * VX_BRICK, z0 = bz * VX_BRICK;
+            int x1 = x0 + vx__span(nx, bx), y1 = y0 + vx__span(ny, by), z1 = z0 + vx__span(nz, bz);
+            l = INFINITY; h = -INFINITY;
+            for (int z = z0 > 0 ? z0 - 1 : 0; z < (z1 < nz ? z1 + 1 : nz); z++)
+                for (int y = y0 > 0 ? y0 - 1 : 0; y < (y1 < ny ? y1 + 1 : ny); y++)
+                    for (int x = x0 > 0 ? x0 - 1 : 0; x < (x1 < nx ? x1 + 1 : nx); x++) {
+                        float v = vx_sparse_voxel(a, x, y, z)[0];
+                        if (v < l) l = v;
+                        if (v > h) h = v;
+                    }
+        }
+        lo[k] = l;
+        hi[k] = h;
+    }
+}

@@ -109,6 +109,13 @@ typedef struct {
 
 void vx_sparse_stats_of(const vx_grid *g, vx_sparse_stats *st);
 
+/* Channel-0 range of every brick grown by one lattice point on each side (clipped to the
+ * lattice), absent bricks and neighbours reading as the background: the range the drop
+ * rule uses, and what an occupancy grid at brick granularity needs
+ * (vx_decoder_max_sigma(dec, lo[k], hi[k]) == 0: no sample in a cell touching brick k has
+ * density). lo and hi hold bn[0]*bn[1]*bn[2] floats, table order. */
+void vx_sparse_brick_ranges(const vx_grid *g, float *lo, float *hi);
+
 /* ---- files (sparse_io.c): the .npz of docs/FORMAT.md ------------------------------------- */
 
 typedef enum { VX_SPARSE_STORE = 0, VX_SPARSE_DEFLATE = 1 } vx_sparse_compress;

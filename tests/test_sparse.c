@@ -149,6 +149,35 @@ static void test_rethin(void **state) {
         }
 }
 
+/* Dilated per-brick ranges equal a direct scan of the dense grid. */
+static void test_brick_ranges(void **state) {
+    (void)state;
+    for (int k = 0; k < 3; k++) {
+        vx_grid d, s;
+        random_grid(&d, 21 + k, 17, 30 - 3 * k, 4);
+        assert_int_equal(vx_sparse_from_dense(&d, NULL, 0.0f, &s), 0);
+        const vx_sparse *sp = s.sparse;
+        size_t n = (size_t)sp->bn[0] * sp->bn[1] * sp->bn[2];
+        float *lo = malloc(n * sizeof(float)), *hi = malloc(n * sizeof(float));
+        vx_sparse_brick_ranges(&s, lo, hi);
+        for (size_t t = 0; t < n; t++) {
+            int bx = (int)(t % sp->bn[0]), by = (int)(t / sp->bn[0] % sp->bn[1]), bz = (int)(t / sp->bn[0] / sp->bn[1]);
+            float l = INFINITY, h = -INFINITY;
+            for (int z = bz * 8 - 1; z <= bz * 8 + 8; z++)
+                for (int y = by * 8 - 1; y <= by * 8 + 8; y++)
+                    for (int x = bx * 8 - 1; x <= bx * 8 + 8; x++) {
+                        if (x < 0 || y < 0 || z < 0 || x >= d.nx || y >= d.ny || z >= d.nz) continue;
+                        float v = d.data[(((size_t)z * d.ny + y) * d.nx + x) * 4];
+                        l = fminf(l, v);
+                        h = fmaxf(h, v);
+                    }
+            assert_true(lo[t] == l && hi[t] == h);
+        }
+        free(lo); free(hi);
+        vx_grid_free(&d); vx_grid_free(&s);
+    }
+}
+
 static void test_scalar_background(void **state) {
     (void)state;
     vx_grid d, s, back;
@@ -528,7 +557,7 @@ int main(void) {
     vx_test_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip_exact),   cmocka_unit_test(test_rethin),
-        cmocka_unit_test(test_scalar_background),
+        cmocka_unit_test(test_scalar_background), cmocka_unit_test(test_brick_ranges),
         cmocka_unit_test(test_drop_rule_keeps_neighbours), cmocka_unit_test(test_alloc_checks),
         cmocka_unit_test(test_file_roundtrip),    cmocka_unit_test(test_scene_load),
         cmocka_unit_test(test_bad_files),         cmocka_unit_test(test_make_scene_sparse),
