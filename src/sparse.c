@@ -159,7 +159,7 @@ int vx_sparse_builder_slab(vx_sparse_builder *b, const float *win, int wz0, int 
         }
         keep[k] = (unsigned char)vx_sparse_keep(b->dec, b->threshold, bg[0], all_bg, lo, hi);
     }
-    size_t first = s->nbricks, n = first;
+    size_t n = s->nbricks;
     for (int k = 0; k < bnx * bny; k++) row[k] = keep[k] ? (int32_t)n++ : -1;
     if (n > (size_t)INT32_MAX) { free(keep); return vx_error("%s: more than 2^31 bricks", b->what); }
     if (b->count_only) { s->nbricks = n; free(keep); return 0; }
@@ -181,7 +181,6 @@ int vx_sparse_builder_slab(vx_sparse_builder *b, const float *win, int wz0, int 
                     memcpy(dst, src, sizeof(float) * (size_t)nc);
                 }
     }
-    (void)first;
     free(keep);
     return 0;
 }

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -73,6 +74,10 @@ int vx_cmd_info(int argc, char **argv) {
                100.0 * st.fill);
         for (int c = 0; c < g->nc && c < 8; c++) printf(" %g", g->sparse->background[c]);
         printf("%s\n", g->nc > 8 ? " ..." : "");
+        struct stat fs;
+        if (stat(g->source, &fs) == 0)
+            printf("file:       %s, %.1f MiB on disk (%s pool)\n", g->source, (double)fs.st_size / (1 << 20),
+                   vx_dtype_name(g->src_dtype));
     } else {
         printf("memory:     %.1f MiB as float32 (%zu voxels)\n", (double)vox * g->nc * 4 / (1 << 20), vox);
     }
