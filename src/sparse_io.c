@@ -301,6 +301,14 @@ static int vx__check_payload(vx__npz *a, vx__member *m, size_t n, size_t es) {
     return 0;
 }
 
+static int vx__check_end(vx__npz *a, vx__member *m) {
+    unsigned char extra;
+    zip_int64_t r = zip_fread(m->f, &extra, 1); /* reaching the end also checks the CRC */
+    if (r < 0) return vx_error("%s: member %s: corrupt data (%s)", a->path, m->name, zip_file_strerror(m->f));
+    if (r > 0) return vx_error("%s: member %s: more data than its zip entry declares", a->path, m->name);
+    return 0;
+}
+
 /* A small integer member (int32 or int64): up to `max` values into v; *count gets how many. */
 static int vx__ints(vx__npz *a, const char *name, long long *v, int max, int *count, int *ndim, size_t *shape0) {
     vx__member m;
@@ -319,7 +327,7 @@ static int vx__ints(vx__npz *a, const char *name, long long *v, int max, int *co
     }
     if (vx__check_payload(a, &m, n, es)) goto done;
     unsigned char buf[64];
-    if (vx__read_exact(a, &m, buf, n * es)) goto done;
+    if (vx__read_exact(a, &m, buf, n * es) || vx__check_end(a, &m)) goto done;
     for (size_t i = 0; i < n; i++) {
         unsigned char b[8];
         for (size_t k = 0; k < es; k++) b[k] = m.h.big_endian ? buf[i * es + es - 1 - k] : buf[i * es + k];
@@ -336,13 +344,6 @@ done:
     return rc;
 }
 
-static int vx__check_end(vx__npz *a, vx__member *m) {
-    unsigned char extra;
-    zip_int64_t r = zip_fread(m->f, &extra, 1); /* reaching the end also checks the CRC */
-    if (r < 0) return vx_error("%s: member %s: corrupt data (%s)", a->path, m->name, zip_file_strerror(m->f));
-    if (r > 0) return vx_error("%s: member %s: more data than its zip entry declares", a->path, m->name);
-    return 0;
-}
 
 /* Convert n elements of a float member to float32 in place (es: 2 or 4, any byte order). */
 static void vx__to_f32(const unsigned char *src, size_t n, vx_dtype t, int big, float *dst) {
