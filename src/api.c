@@ -11,6 +11,7 @@
 #include "backend.h"
 #include "commands.h"
 #include "scene.h"
+#include "sparse_grid.h"
 #include "trilinear.h"
 #include "vx_common.h"
 #ifdef VX_HAVE_CUDA
@@ -224,7 +225,14 @@ int voxray_scene_get_info(const voxray_scene *s, voxray_scene_info *info) {
     return 0;
 }
 
-const float *voxray_scene_grid(const voxray_scene *s) { return s ? s->scene.grid.data : NULL; }
+const float *voxray_scene_grid(voxray_scene *s) {
+    if (!s) return NULL;
+    if (s->scene.grid.sparse) { /* the renderer keeps pointers into the grid: drop it first */
+        if (s->r) { vx_renderer_destroy(s->r); s->r = NULL; }
+        if (vx_grid_densify(&s->scene.grid)) return NULL;
+    }
+    return s->scene.grid.data;
+}
 
 /* ---- rendering ------------------------------------------------------------------------ */
 

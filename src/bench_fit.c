@@ -12,6 +12,7 @@
 #include "dataset.h"
 #include "fit.h"
 #include "scene.h"
+#include "sparse_grid.h"
 #include "vx_common.h"
 #ifdef VX_HAVE_CUDA
 #include "cuda_device.h"
@@ -148,7 +149,10 @@ int vx_bench_fit(int argc, char **argv) {
     memset(&all, 0, sizeof all); memset(&train, 0, sizeof train); memset(&held, 0, sizeof held);
     memset(&f, 0, sizeof f); memset(&b, 0, sizeof b);
     int rc = 1;
-    if (vx_scene_load(scene, &lo, &s)) { fprintf(stderr, "voxray bench fit: %s\n", vx_errmsg()); return 1; }
+    if (vx_scene_load(scene, &lo, &s) || (s.grid.sparse && vx_grid_densify(&s.grid))) {
+        fprintf(stderr, "voxray bench fit: %s\n", vx_errmsg());
+        return 1;
+    }
     double copy_gbs = 0.0;
     if (vx__model_from_scene(&s, &f) || vx_dataset_load(dataset, "train", downscale, &all) ||
         vx_dataset_holdout(&all, 8, &train, &held) || vx_fit_batch_alloc(&b, batch) ||

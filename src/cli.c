@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sparse_grid.h"
 #include "vx_common.h"
 
 void vx_cli_common_init(vx_cli_common *c) {

@@ -36,10 +36,48 @@ int vx_grid_alloc(vx_grid *g, int nx, int ny, int nz, int nc, const char *source
 void vx_grid_free(vx_grid *g) {
     free(g->data);
     g->data = NULL;
+    if (g->sparse) {
+        free(g->sparse->table);
+        free(g->sparse->pool);
+        free(g->sparse);
+        g->sparse = NULL;
+    }
 }
 
 size_t vx_grid_count(const vx_grid *g) {
     return (size_t)g->nx * g->ny * g->nz * g->nc;
+}
+
+const float *vx_grid_voxel(const vx_grid *g, int x, int y, int z) {
+    if (g->sparse) return vx_sparse_voxel(g->sparse, x, y, z);
+    return g->data + (((size_t)z * g->ny + y) * g->nx + x) * (size_t)g->nc;
+}
+
+int vx_grid_visit(const vx_grid *g, vx_grid_visit_fn fn, void *ctx) {
+    if (!g->sparse) return fn(ctx, g->data, (size_t)g->nx * g->ny * g->nz, 1);
+    const vx_sparse *s = g->sparse;
+    const size_t nc = (size_t)s->nc;
+    size_t absent = 0;
+    int rc;
+    for (int bz = 0; bz < s->bn[2]; bz++)
+        for (int by = 0; by < s->bn[1]; by++)
+            for (int bx = 0; bx < s->bn[0]; bx++) {
+                int32_t slot = s->table[((size_t)bz * s->bn[1] + by) * s->bn[0] + bx];
+                int sx = g->nx - bx * VX_BRICK, sy = g->ny - by * VX_BRICK, sz = g->nz - bz * VX_BRICK;
+                if (sx > VX_BRICK) sx = VX_BRICK;
+                if (sy > VX_BRICK) sy = VX_BRICK;
+                if (sz > VX_BRICK) sz = VX_BRICK;
+                if (slot < 0) { absent += (size_t)sx * sy * sz; continue; }
+                const float *b = s->pool + (size_t)slot * VX_BRICK_VOXELS * nc;
+                if (sx == VX_BRICK && sy == VX_BRICK && sz == VX_BRICK) {
+                    if ((rc = fn(ctx, b, VX_BRICK_VOXELS, 1))) return rc;
+                    continue;
+                }
+                for (int z = 0; z < sz; z++) /* a brick at a far face: its in-lattice rows */
+                    for (int y = 0; y < sy; y++)
+                        if ((rc = fn(ctx, b + (size_t)(z * VX_BRICK + y) * VX_BRICK * nc, (size_t)sx, 1))) return rc;
+            }
+    return absent ? fn(ctx, s->background, 1, absent) : 0;
 }
 
 void vx_grid_set_bbox(vx_grid *g, const double lo[3], const double hi[3], int align_corners) {
@@ -128,41 +166,56 @@ void vx_grid_spacing(const vx_grid *g, double sp[3]) {
         sp[a] = sqrt(g->i2w[a] * g->i2w[a] + g->i2w[4 + a] * g->i2w[4 + a] + g->i2w[8 + a] * g->i2w[8 + a]);
 }
 
-void vx_grid_range(const vx_grid *g, int channel, float *mn, float *mx) {
-    float lo = INFINITY, hi = -INFINITY;
-    size_t n = (size_t)g->nx * g->ny * g->nz;
+typedef struct { int nc, channel; float lo, hi; } vx__range_ctx;
+
+static int vx__range_visit(void *p, const float *v, size_t n, size_t weight) {
+    vx__range_ctx *c = p;
+    (void)weight;
     for (size_t i = 0; i < n; i++) {
-        float v = g->data[i * g->nc + channel];
-        if (!isfinite(v)) continue;
-        if (v < lo) lo = v;
-        if (v > hi) hi = v;
+        float x = v[i * c->nc + c->channel];
+        if (!isfinite(x)) continue;
+        if (x < c->lo) c->lo = x;
+        if (x > c->hi) c->hi = x;
     }
-    if (lo > hi) lo = hi = 0.0f;
-    *mn = lo;
-    *mx = hi;
+    return 0;
+}
+
+void vx_grid_range(const vx_grid *g, int channel, float *mn, float *mx) {
+    vx__range_ctx c = {g->nc, channel, INFINITY, -INFINITY};
+    vx_grid_visit(g, vx__range_visit, &c);
+    if (c.lo > c.hi) c.lo = c.hi = 0.0f;
+    *mn = c.lo;
+    *mx = c.hi;
+}
+
+enum { VX__QBINS = 4096 };
+typedef struct { int nc; float lo; double scale; size_t *hist, total; } vx__hist_ctx;
+
+static int vx__hist_visit(void *p, const float *v, size_t n, size_t weight) {
+    vx__hist_ctx *c = p;
+    for (size_t i = 0; i < n; i++) {
+        float x = v[i * c->nc];
+        if (!isfinite(x)) continue;
+        double t = ((double)x - c->lo) * c->scale; /* double: x - lo may overflow float */
+        int b = t > 0 ? (t < VX__QBINS - 1 ? (int)t : VX__QBINS - 1) : 0;
+        c->hist[b] += weight;
+        c->total += weight;
+    }
+    return 0;
 }
 
 float vx_grid_quantile(const vx_grid *g, double q) {
-    enum { NB = 4096 };
     float lo, hi;
     vx_grid_range(g, 0, &lo, &hi);
     if (!(hi > lo)) return lo;
-    static _Thread_local size_t hist[NB];
+    static _Thread_local size_t hist[VX__QBINS];
     memset(hist, 0, sizeof hist);
-    size_t n = (size_t)g->nx * g->ny * g->nz, total = 0;
-    double scale = NB / ((double)hi - lo);
-    for (size_t i = 0; i < n; i++) {
-        float v = g->data[i * g->nc];
-        if (!isfinite(v)) continue;
-        double x = ((double)v - lo) * scale; /* double: v - lo may overflow float */
-        int b = x > 0 ? (x < NB - 1 ? (int)x : NB - 1) : 0;
-        hist[b]++;
-        total++;
-    }
-    size_t want = (size_t)(q * (double)total), acc = 0;
-    for (int b = 0; b < NB; b++) {
+    vx__hist_ctx c = {g->nc, lo, VX__QBINS / ((double)hi - lo), hist, 0};
+    vx_grid_visit(g, vx__hist_visit, &c);
+    size_t want = (size_t)(q * (double)c.total), acc = 0;
+    for (int b = 0; b < VX__QBINS; b++) {
         acc += hist[b];
-        if (acc > want) return (float)(lo + (b + 0.5) / scale);
+        if (acc > want) return (float)(lo + (b + 0.5) / c.scale);
     }
     return hi;
 }

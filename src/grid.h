@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sparse.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -19,18 +21,30 @@ typedef enum {
 typedef struct {
     int nx, ny, nz, nc;   /* lattice size (x fastest) and channels */
     float *data;          /* nz*ny*nx*nc floats, channel innermost; NULL when sparse */
-    struct vx_sparse_s *sparse; /* brick storage (sparse.h) instead of data, or NULL */
     vx_dtype src_dtype;   /* element type in the file it was read from */
     double i2w[12];       /* row-major 3x4: world = M * (x, y, z) + t, x/y/z lattice indices */
     int align_corners;    /* 1: box = lattice hull; 0: box reaches half a cell past it */
     char source[1024];    /* file it came from, for messages */
+    vx_sparse *sparse;    /* NULL: dense (data holds the lattice); else sparse storage, data == NULL,
+                           * nx/ny/nz/nc still the lattice (sparse_grid.h) */
 } vx_grid;
 
 /* Allocate nz*ny*nx*nc floats after checking every size (1..65536 per axis, channels
  * 1..64, total under VX_MAX_GRID_BYTES). Sets identity placement. */
 int vx_grid_alloc(vx_grid *g, int nx, int ny, int nz, int nc, const char *source);
-void vx_grid_free(vx_grid *g);
-size_t vx_grid_count(const vx_grid *g); /* nx*ny*nz*nc */
+void vx_grid_free(vx_grid *g);             /* frees data or the sparse storage */
+size_t vx_grid_count(const vx_grid *g); /* nx*ny*nz*nc (of the lattice, dense or sparse) */
+
+/* The nc floats of lattice point (x, y, z) for dense and sparse grids alike. */
+const float *vx_grid_voxel(const vx_grid *g, int x, int y, int z);
+
+/* Visit every lattice voxel's values without expanding sparse storage: fn gets runs of
+ * `n` consecutive voxels (n*nc floats) each standing for `weight` voxels. Dense grids give
+ * one run; sparse grids give each stored brick's in-lattice rows and the background once,
+ * weighted by the number of lattice voxels in absent bricks. Stops when fn returns non-zero
+ * and returns that value. */
+typedef int (*vx_grid_visit_fn)(void *ctx, const float *v, size_t n, size_t weight);
+int vx_grid_visit(const vx_grid *g, vx_grid_visit_fn fn, void *ctx);
 
 /* Place the grid in the axis-aligned box [lo, hi] (align_corners as in grid_sample). */
 void vx_grid_set_bbox(vx_grid *g, const double lo[3], const double hi[3], int align_corners);
@@ -58,10 +72,10 @@ int vx_grid_world_to_index(const vx_grid *g, float w2i[12]);
 /* Length of each index axis in world units (column norms of the affine). */
 void vx_grid_spacing(const vx_grid *g, double sp[3]);
 
-/* Per-channel min/max over finite values; count of voxels whose channel 0 is <= 0. */
+/* Per-channel min/max over finite values (dense or sparse). */
 void vx_grid_range(const vx_grid *g, int channel, float *mn, float *mx);
 
-/* Value at quantile q (0..1) of channel 0, from a 4096-bin histogram. */
+/* Value at quantile q (0..1) of channel 0, from a 4096-bin histogram (dense or sparse). */
 float vx_grid_quantile(const vx_grid *g, double q);
 
 const char *vx_dtype_name(vx_dtype t);

@@ -12,13 +12,16 @@ static void vx__help(void) {
            "  render SCENE -o OUT.png   render frames to PNG (single, --turntable, --path)\n"
            "  view SCENE                interactive window\n"
            "  info SCENE                grid facts: dims, dtype, placement, ranges, empty space\n"
-           "  make-scene NAME -o DIR    procedural sample scenes (orbs, shell, sh-glass, cloud, phantom)\n"
+           "  make-scene NAME -o DIR    procedural sample scenes (orbs, shell, sh-glass, cloud, phantom;\n"
+           "                            --sparse: 8^3 bricks, shell and orbs up to 4096^3)\n"
            "  convert IN OUT            any supported volume -> voxray .npy + scene.json\n"
+           "                            (--sparse: grid.sparse.npz of 8^3 bricks; --dense: back)\n"
            "  fit DATASET -o DIR        optimise a voxel grid from posed photos (NeRF synthetic)\n"
            "  eval SCENE DATASET        PSNR/SSIM of a scene against a dataset split\n"
            "  bench kernels|render|fit  GPU benchmarks (needs CUDA)\n\n"
-           "SCENE is a scene.json manifest, a directory holding one, a .npy grid, or a volume\n"
-           "file (NRRD, NIfTI, MetaImage, INRIMAGE, VolPack .den, raw, Plenoxels .npz).\n",
+           "SCENE is a scene.json manifest, a directory holding one, a .npy grid, a sparse grid\n"
+           ".npz, or a volume file (NRRD, NIfTI, MetaImage, INRIMAGE, VolPack .den, raw,\n"
+           "Plenoxels .npz).\n",
            VX_VERSION);
 }
 

@@ -12,6 +12,7 @@
 
 #include "npy.h"
 #include "outputs.h"
+#include "sparse_grid.h"
 #include "vx_common.h"
 
 /* Every scene lives in the box [-1, 1]^3, lattice points on the corners. Densities are in
@@ -324,12 +325,50 @@ static void vx__phantom_voxel(const vx__gen_ctx *c, const double p[3], float *ou
 
 typedef void (*vx__voxel_fn)(const vx__gen_ctx *, const double p[3], float *out);
 
+/* 1 when the voxel function's density (channel 0) is exactly 0 everywhere in the world
+ * box [lo, hi]: make-scene --sparse skips such bricks without evaluating them. */
+typedef int (*vx__empty_fn)(const double lo[3], const double hi[3]);
+
 typedef struct {
     const char *name;
     int channels;
     vx__voxel_fn fn;
     void (*settings)(vx_scene *s);
+    vx__empty_fn empty; /* NULL: no cheap bound; the scene's --sparse --res stops at the dense limit */
 } vx__scene_def;
+
+/* Nearest and farthest distance from point c to the box [lo, hi]. */
+static void vx__box_dist(const double lo[3], const double hi[3], const double c[3], double *dmin, double *dmax) {
+    double n = 0.0, f = 0.0;
+    for (int a = 0; a < 3; a++) {
+        double d = c[a] < lo[a] ? lo[a] - c[a] : (c[a] > hi[a] ? c[a] - hi[a] : 0.0);
+        double e = fmax(fabs(c[a] - lo[a]), fabs(c[a] - hi[a]));
+        n += d * d;
+        f += e * e;
+    }
+    *dmin = sqrt(n);
+    *dmax = sqrt(f);
+}
+
+#define VX__EMPTY_MARGIN 1e-6 /* world units: far above the rounding of the distances */
+
+/* shell: bump((r - R) / HW) is 0 unless |r - R| < HW */
+static int vx__shell_empty(const double lo[3], const double hi[3]) {
+    static const double o[3] = {0, 0, 0};
+    double dmin, dmax;
+    vx__box_dist(lo, hi, o, &dmin, &dmax);
+    return dmax <= VX__SHELL_R - VX__SHELL_HW - VX__EMPTY_MARGIN || dmin >= VX__SHELL_R + VX__SHELL_HW + VX__EMPTY_MARGIN;
+}
+
+/* orbs: smoothstep(r, 0.82 r, dist) is 0 for dist >= r, for every orb */
+static int vx__orbs_empty(const double lo[3], const double hi[3]) {
+    for (int k = 0; k < VX__NORBS; k++) {
+        double dmin, dmax;
+        vx__box_dist(lo, hi, vx__orbs[k].c, &dmin, &dmax);
+        if (dmin < vx__orbs[k].r + VX__EMPTY_MARGIN) return 0;
+    }
+    return 1;
+}
 
 static void vx__camera(vx_scene *s, double ex, double ey, double ez, double fov) {
     s->has_camera = 1;
@@ -399,11 +438,11 @@ static void vx__phantom_settings(vx_scene *s) {
 }
 
 static const vx__scene_def vx__scenes[] = {
-    {"orbs", 4, vx__orbs_voxel, vx__orbs_settings},
-    {"shell", 4, vx__shell_voxel, vx__shell_settings},
-    {"sh-glass", 28, vx__glass_voxel, vx__glass_settings},
-    {"cloud", 4, vx__cloud_voxel, vx__cloud_settings},
-    {"phantom", 1, vx__phantom_voxel, vx__phantom_settings},
+    {"orbs", 4, vx__orbs_voxel, vx__orbs_settings, vx__orbs_empty},
+    {"shell", 4, vx__shell_voxel, vx__shell_settings, vx__shell_empty},
+    {"sh-glass", 28, vx__glass_voxel, vx__glass_settings, NULL},
+    {"cloud", 4, vx__cloud_voxel, vx__cloud_settings, NULL},
+    {"phantom", 1, vx__phantom_voxel, vx__phantom_settings, NULL},
 };
 #define VX__NSCENES ((int)(sizeof vx__scenes / sizeof vx__scenes[0]))
 
@@ -460,6 +499,124 @@ int vx_make_scene(const char *name, int res, vx_grid *g, vx_scene *s) {
     return 0;
 }
 
+/* ---- sparse: brick slab by brick slab, never the dense grid ----------------------------- */
+
+/* Skip flags of brick slab bz: 1 where the brick dilated by one voxel has no density. */
+static void vx__skip_flags(const vx__scene_def *def, const vx__gen_ctx *ctx, int res, int bn, int bz, unsigned char *f) {
+#pragma omp parallel for schedule(static)
+    for (int k = 0; k < bn * bn; k++) {
+        int b[3] = {k % bn, k / bn, bz};
+        double lo[3], hi[3];
+        for (int a = 0; a < 3; a++) {
+            int i0 = b[a] * VX_BRICK - 1, i1 = b[a] * VX_BRICK + VX_BRICK;
+            if (i0 < 0) i0 = 0;
+            if (i1 > res - 1) i1 = res - 1;
+            lo[a] = vx__box_lo[a] + i0 * ctx->h;
+            hi[a] = vx__box_lo[a] + i1 * ctx->h;
+        }
+        f[k] = def->empty ? (unsigned char)def->empty(lo, hi) : 0;
+    }
+}
+
+/* Lattice planes z0 .. z1 (inclusive) into out, plane z at out + (z - z0) * res*res*nc;
+ * bricks flagged in `skip` (slab z0 / 8) or `skip_next` (the slab after) get zeros: that is
+ * what their channel 0 holds, and the drop rule removes them whatever the rest holds. */
+static void vx__planes(const vx__scene_def *def, const vx__gen_ctx *ctx, int res, int bn, int z0, int z1,
+                       const unsigned char *skip, const unsigned char *skip_next, float *out) {
+    const int nc = def->channels, slab = z0 / VX_BRICK;
+#pragma omp parallel for schedule(dynamic, 4)
+    for (int k = 0; k < (z1 - z0 + 1) * res; k++) {
+        int z = z0 + k / res, y = k % res;
+        const unsigned char *f = z / VX_BRICK == slab ? skip : skip_next;
+        double p[3];
+        p[1] = vx__box_lo[1] + y * ctx->h;
+        p[2] = vx__box_lo[2] + z * ctx->h;
+        float *row = out + ((size_t)(z - z0) * res + y) * res * nc;
+        for (int bx = 0; bx < bn; bx++) {
+            int x0 = bx * VX_BRICK, x1 = x0 + VX_BRICK < res ? x0 + VX_BRICK : res;
+            if (f[(y / VX_BRICK) * bn + bx]) {
+                memset(row + (size_t)x0 * nc, 0, sizeof(float) * (size_t)(x1 - x0) * nc);
+                continue;
+            }
+            for (int x = x0; x < x1; x++) {
+                p[0] = vx__box_lo[0] + x * ctx->h;
+                def->fn(ctx, p, row + (size_t)x * nc);
+            }
+        }
+    }
+}
+
+int vx_make_scene_sparse(const char *name, int res, float threshold, vx_grid *g, vx_scene *s) {
+    const vx__scene_def *def = NULL;
+    for (int i = 0; i < VX__NSCENES; i++)
+        if (name && strcmp(name, vx__scenes[i].name) == 0) def = &vx__scenes[i];
+    if (!def) return vx_error("make-scene: unknown scene '%s' (known: %s)", name ? name : "", vx_make_scene_names());
+    int max = def->empty ? VX_MAKE_SCENE_SPARSE_RES_MAX : VX_MAKE_SCENE_RES_MAX;
+    if (res < VX_MAKE_SCENE_RES_MIN || res > max)
+        return vx_error("make-scene: resolution %d is outside %d..%d for sparse %s%s", res, VX_MAKE_SCENE_RES_MIN, max,
+                        def->name, def->empty ? "" : " (it fills much of the box; only shell and orbs go past 1024)");
+    if (!(threshold >= 0.0f)) return vx_error("make-scene: --threshold must be >= 0");
+
+    char source[64];
+    snprintf(source, sizeof source, "make-scene %s", def->name);
+    vx_grid tmp;
+    memset(&tmp, 0, sizeof tmp);
+    snprintf(tmp.source, sizeof tmp.source, "%s", source);
+    tmp.nx = tmp.ny = tmp.nz = res;
+    tmp.nc = def->channels;
+    tmp.src_dtype = VX_DT_F32;
+    vx_grid_set_bbox(&tmp, vx__box_lo, vx__box_hi, 1);
+
+    /* the scene's decoder first: the drop rule needs it */
+    vx_scene set;
+    memset(&set, 0, sizeof set);
+    set.step = 0.5f;
+    def->settings(&set);
+
+    vx__gen_ctx ctx;
+    vx__perm_init(&ctx, 0x5eed1234u);
+    vx__phantom_init(&ctx);
+    ctx.h = (vx__box_hi[0] - vx__box_lo[0]) / (res - 1);
+    const int nc = def->channels, bn = (res + VX_BRICK - 1) / VX_BRICK;
+    const size_t plane = (size_t)res * res * nc;
+    static const float zero[VX_SPARSE_MAX_CHANNELS];
+
+    vx_sparse *sp = vx_calloc(1, sizeof *sp, source);
+    float *win = vx_malloc(plane * (VX_BRICK + 2) * sizeof(float), source); /* planes 8bz-1 .. 8bz+8 */
+    unsigned char *flags = vx_malloc((size_t)bn * bn * 2, source);          /* slabs bz and bz+1 */
+    vx_sparse_builder b;
+    int rc = -1;
+    if (!sp || !win || !flags) goto done;
+    if (vx_sparse_builder_init(&b, sp, res, res, res, nc, zero, &set.dec, threshold, source)) goto done;
+    unsigned char *cur = flags, *next = flags + (size_t)bn * bn;
+    vx__skip_flags(def, &ctx, res, bn, 0, cur);
+    vx__planes(def, &ctx, res, bn, 0, 0, cur, cur, win + plane); /* win[1] = plane 0 */
+    for (int bz = 0; bz < bn; bz++) {
+        int z0 = bz * VX_BRICK, z1 = z0 + VX_BRICK < res - 1 ? z0 + VX_BRICK : res - 1;
+        if (bz + 1 < bn) vx__skip_flags(def, &ctx, res, bn, bz + 1, next);
+        if (z1 > z0) vx__planes(def, &ctx, res, bn, z0 + 1, z1, cur, next, win + 2 * plane);
+        if (vx_sparse_builder_slab(&b, z0 ? win : win + plane, z0 ? z0 - 1 : 0, bz)) goto done;
+        memmove(win, win + (size_t)VX_BRICK * plane, 2 * plane * sizeof(float)); /* planes z0+7, z0+8 */
+        unsigned char *t = cur; cur = next; next = t;
+    }
+    vx_sparse_builder_finish(&b);
+    tmp.sparse = sp;
+    sp = NULL;
+
+    vx_grid keep = s->grid;
+    *s = set;
+    s->grid = keep;
+    snprintf(s->name, sizeof s->name, "%s", def->name);
+    snprintf(s->path, sizeof s->path, "%s", source);
+    *g = tmp;
+    rc = 0;
+done:
+    if (sp) { vx_sparse_free(sp); free(sp); }
+    free(win);
+    free(flags);
+    return rc;
+}
+
 /* ---- writing: grid.npy + scene.json ----------------------------------------------------- */
 
 /* Numbers as the shortest decimal that reads back to the same float. */
@@ -505,11 +662,10 @@ static cJSON *vx__decoder_json(const vx_decoder *d) {
 
 /* The manifest text (malloc'd), or NULL with vx_error set. */
 static char *vx__manifest(const vx_grid *g, const vx_scene *s) {
-    (void)g;
     cJSON *root = cJSON_CreateObject();
     if (!root) { vx_error("make-scene: out of memory building scene.json"); return NULL; }
     cJSON_AddStringToObject(root, "name", s->name);
-    cJSON_AddStringToObject(root, "grid", "grid.npy");
+    cJSON_AddStringToObject(root, "grid", g->sparse ? "grid.sparse.npz" : "grid.npy");
     cJSON_AddItemToObject(root, "bbox_min", vx__vec(vx__box_lo, 3));
     cJSON_AddItemToObject(root, "bbox_max", vx__vec(vx__box_hi, 3));
     cJSON_AddBoolToObject(root, "align_corners", 1);
@@ -536,10 +692,14 @@ static char *vx__manifest(const vx_grid *g, const vx_scene *s) {
 }
 
 int vx_make_scene_write(const char *dir, const vx_grid *g, const vx_scene *s, int half) {
+    return vx_make_scene_write_ex(dir, g, s, half, 1);
+}
+
+int vx_make_scene_write_ex(const char *dir, const vx_grid *g, const vx_scene *s, int half, int deflate) {
     char gpath[4096], jpath[4096];
     if (!dir || !dir[0]) return vx_error("make-scene: empty output directory");
     if (strlen(dir) > 3900) return vx_error("%s: output directory name too long", dir);
-    vx_path_join(dir, "grid.npy", gpath, sizeof gpath);
+    vx_path_join(dir, g->sparse ? "grid.sparse.npz" : "grid.npy", gpath, sizeof gpath);
     vx_path_join(dir, "scene.json", jpath, sizeof jpath);
     struct stat st;
     if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
@@ -551,7 +711,8 @@ int vx_make_scene_write(const char *dir, const vx_grid *g, const vx_scene *s, in
     if (!text) return -1;
     /* both files go to temporary names first; renamed only when both are complete */
     vx_outputs_stage_begin();
-    int rc = vx_npy_write_grid(gpath, g, half);
+    int rc = g->sparse ? vx_sparse_write(gpath, g, half, deflate ? VX_SPARSE_DEFLATE : VX_SPARSE_STORE)
+                       : vx_npy_write_grid(gpath, g, half);
     if (rc == 0) rc = vx_write_file_atomic(jpath, text, strlen(text));
     free(text);
     return vx_outputs_stage_end(rc == 0);

@@ -14,6 +14,7 @@ extern "C" {
 #define VX_MAKE_SCENE_RES_MIN 8
 #define VX_MAKE_SCENE_RES_MAX 1024
 #define VX_MAKE_SCENE_RES_DEFAULT 128
+#define VX_MAKE_SCENE_SPARSE_RES_MAX 4096 /* --sparse, shell and orbs (the others stop at RES_MAX) */
 
 /* "orbs, shell, sh-glass, cloud, phantom" (for help text and errors). */
 const char *vx_make_scene_names(void);
@@ -27,9 +28,20 @@ int vx_make_scene_known(const char *name);
  * Returns 0, or -1 with vx_error set (unknown name, res out of 8..1024, no memory). */
 int vx_make_scene(const char *name, int res, vx_grid *g, vx_scene *s);
 
+/* The same scene as sparse storage (g->sparse), built brick slab by brick slab without
+ * the dense grid: 10 lattice planes in memory plus the kept bricks. Bricks follow the drop
+ * rule of sparse_grid.h with the scene's decoder, background 0 and `threshold`, so the
+ * result equals vx_sparse_from_dense_bg(dense scene, decoder, threshold, zeros). shell and
+ * orbs skip bricks their density provably misses and go to res 4096; sh-glass, cloud
+ * (fog everywhere) and phantom (a solid head) stop at VX_MAKE_SCENE_RES_MAX. */
+int vx_make_scene_sparse(const char *name, int res, float threshold, vx_grid *g, vx_scene *s);
+
 /* Write DIR/grid.npy (float16 when half) and DIR/scene.json for a built scene; both are
  * written to temporary files first and renamed only when both succeeded. */
 int vx_make_scene_write(const char *dir, const vx_grid *g, const vx_scene *s, int half);
+/* Same; a sparse g goes to DIR/grid.sparse.npz (deflated unless deflate is 0) and the
+ * manifest names it. */
+int vx_make_scene_write_ex(const char *dir, const vx_grid *g, const vx_scene *s, int half, int deflate);
 
 /* The nine degree-2 SH coefficients (svox2 order, see vx_sh_basis) of the function
  * f(d) = c + lin·d + dᵀ Q d on the unit sphere (Q symmetric, row-major 3x3). Exact:

@@ -11,6 +11,7 @@
 
 #include "formats.h"
 #include "npy.h"
+#include "sparse_grid.h"
 #include "vx_common.h"
 
 static int vx__ends_with(const char *s, const char *suffix) {
@@ -181,6 +182,7 @@ static int vx__parse_decoder(const cJSON *j, const char *file, vx_scene *s) {
 static int vx__load_grid_file(const char *path, const vx_load_opts *o, vx_scene *s, int *has_dec) {
     *has_dec = 0;
     if (vx__ends_with(path, ".npy")) return vx_npy_load_grid(path, &s->grid);
+    if (vx_sparse_is_file(path)) return vx_sparse_load(path, &s->grid); /* voxray's own sparse .npz */
     return vx_format_load(path, o, &s->grid, &s->dec, has_dec);
 }
 
@@ -348,7 +350,7 @@ int vx_scene_load(const char *path, const vx_load_opts *opts, vx_scene *s) {
         int has_dec;
         rc = vx__load_grid_file(file, o, s, &has_dec);
         if (!rc && !has_dec) rc = vx_scene_default_decoder(s);
-        s->z_up = !vx__ends_with(file, ".npy"); /* medical and NeRF data: +Z is up */
+        s->z_up = !vx__ends_with(file, ".npy") && !s->grid.sparse; /* medical and NeRF data: +Z is up */
         if (!rc) {
             float w2i[12];
             rc = vx_grid_world_to_index(&s->grid, w2i);
@@ -362,7 +364,7 @@ int vx_scene_load(const char *path, const vx_load_opts *opts, vx_scene *s) {
     if (!rc && s->grid.align_corners && (s->grid.nx < 2 || s->grid.ny < 2 || s->grid.nz < 2))
         rc = vx_error("%s: align_corners needs at least 2 samples per axis (grid is %dx%dx%d)", file,
                       s->grid.nx, s->grid.ny, s->grid.nz);
-    if (!rc) {
+    if (!rc && !s->grid.sparse) { /* the sparse reader checks its values itself */
         size_t n = vx_grid_count(&s->grid);
         for (size_t i = 0; i < n; i++)
             if (!(fabsf(s->grid.data[i]) <= VX_MAX_GRID_VALUE)) { /* also NaN */

@@ -114,8 +114,10 @@ typedef struct {
 } voxray_scene_info;
 
 int voxray_scene_get_info(const voxray_scene *s, voxray_scene_info *info);
-/* The scene's grid: nz*ny*nx*nc floats (Z, Y, X, C), owned by the scene. */
-const float *voxray_scene_grid(const voxray_scene *s);
+/* The scene's grid: nz*ny*nx*nc floats (Z, Y, X, C), owned by the scene. A sparse scene
+ * (bricks, a .sparse.npz) is made dense in memory by the first call; NULL (and a message)
+ * when that does not fit. */
+const float *voxray_scene_grid(voxray_scene *s);
 
 /* ---- rendering ------------------------------------------------------------------------ */
 

@@ -59,6 +59,59 @@ for c in render info make-scene convert bench view fit eval; do
     $VOXRAY $c --help >/dev/null 2>&1 && ok || bad "$c --help"
 done
 
+# ---- sparse grids: make-scene --sparse, convert --sparse/--dense, info ------------------
+# sparse storage renders exactly as the dense grid it came from (the drop rule keeps every
+# brick a sample with density can reach), for every sample scene
+for sc in orbs shell sh-glass cloud phantom; do
+    $VOXRAY make-scene $sc -o "$T/d-$sc" --res 40 >/dev/null || bad "make-scene $sc"
+    $VOXRAY make-scene $sc -o "$T/s-$sc" --res 40 --sparse >/dev/null || bad "make-scene $sc --sparse"
+    expect 0 "" -- $VOXRAY convert "$T/d-$sc" "$T/c-$sc" --sparse
+    [ -s "$T/s-$sc/grid.sparse.npz" ] && [ -s "$T/c-$sc/grid.sparse.npz" ] && ok || bad "$sc: no grid.sparse.npz"
+    $VOXRAY render "$T/d-$sc" -o "$T/d-$sc.png" --size 40x40 --backend cpu -q
+    for v in s c; do
+        $VOXRAY render "$T/$v-$sc" -o "$T/$v-$sc.png" --size 40x40 --backend cpu -q
+        cmp -s "$T/d-$sc.png" "$T/$v-$sc.png" && ok || bad "$sc: $v sparse render differs from dense"
+    done
+done
+# make-scene --sparse and convert --sparse of the same scene write the same bricks
+cmp -s "$T/s-shell/grid.sparse.npz" "$T/c-shell/grid.sparse.npz" && ok || bad "make-scene --sparse != convert --sparse"
+expect 0 "" -- $VOXRAY convert "$T/s-orbs" "$T/back" --dense
+expect 0 "" -- $VOXRAY convert "$T/back" "$T/again" --sparse --compress none
+cmp -s "$T/s-orbs/grid.sparse.npz" "$T/again/grid.sparse.npz" && bad "stored and deflated files are the same" || ok
+$VOXRAY info "$T/again" >"$T/info" 2>&1 && grep -q "^sparse: .* bricks of 8^3 (fill" "$T/info" && grep -q "MiB sparse" "$T/info" && ok || bad "info sparse"
+$VOXRAY info "$T/d-orbs" >"$T/info" 2>&1 && grep -q "^as sparse:  convert --sparse keeps" "$T/info" && ok || bad "info as sparse"
+$VOXRAY info "$T/s-orbs/grid.sparse.npz" >"$T/info" 2>&1 && grep -q "40 x 40 x 40" "$T/info" && ok || bad "info on a bare .npz"
+expect 0 "" -- $VOXRAY convert "$T/d-orbs" "$T/half" --sparse --half --threshold 0.5
+$VOXRAY info "$T/half" | grep -q "float16 in the file" && ok || bad "convert --half"
+expect 0 "" -- $VOXRAY render "$T/s-orbs/grid.sparse.npz" -o "$T/bare.png" --size 16x16 --backend cpu -q
+if python3 -c "import numpy" 2>/dev/null; then   # the docs/FORMAT.md snippet rebuilds the dense grid
+    python3 - "$T/s-shell/grid.sparse.npz" "$T/d-shell/grid.npy" <<'PY' && ok || bad "numpy reads the sparse file"
+import sys, numpy as np
+z = np.load(sys.argv[1])
+nz, ny, nx, nc = z["shape"]; B = int(z["brick"]); table = z["table"]
+full = np.broadcast_to(z["background"], table.shape + (B, B, B, nc)).copy()
+full[table >= 0] = z["pool"][table[table >= 0]]
+dense = full.transpose(0, 3, 1, 4, 2, 5, 6).reshape(table.shape[0] * B, table.shape[1] * B, table.shape[2] * B, nc)[:nz, :ny, :nx]
+d = np.load(sys.argv[2]); alive = d[..., 0] > 0
+assert dense.shape == d.shape and np.array_equal(dense[alive], d[alive]) and (dense[..., 0] > 0).sum() == alive.sum()
+PY
+fi
+# usage errors and bad files
+expect 2 "--sparse or --dense" -- $VOXRAY convert "$T/d-orbs" "$T/x" --sparse --dense
+expect 2 "need --sparse" -- $VOXRAY convert "$T/d-orbs" "$T/x" --threshold 1
+expect 2 "--threshold" -- $VOXRAY convert "$T/d-orbs" "$T/x" --sparse --threshold -1
+expect 2 "--compress" -- $VOXRAY convert "$T/d-orbs" "$T/x" --sparse --compress zstd
+expect 2 "need --sparse" -- $VOXRAY make-scene orbs -o "$T/x" --threshold 1
+expect 2 "--compress" -- $VOXRAY make-scene orbs -o "$T/x" --sparse --compress lz4
+expect 2 "dense scenes stop at 1024" -- $VOXRAY make-scene orbs -o "$T/x" --res 2048
+expect 2 "sparse cloud stops at 1024" -- $VOXRAY make-scene cloud -o "$T/x" --res 2048 --sparse
+expect 2 "--res" -- $VOXRAY make-scene shell -o "$T/x" --res 8192 --sparse
+[ -e "$T/x" ] && bad "usage error left $T/x" || ok
+head -c 3000 "$T/s-orbs/grid.sparse.npz" >"$T/cut.npz"
+expect 1 "cut.npz" -- $VOXRAY render "$T/cut.npz" -o "$T/y.png"
+expect 1 "cut.npz" -- $VOXRAY convert "$T/cut.npz" "$T/y" --dense
+[ -e "$T/y" ] && bad "a failed convert left $T/y" || ok
+
 # ---- usage errors: exit 2 -------------------------------------------------------------
 expect 2 "unknown command" -- $VOXRAY frobnicate
 expect 2 "no SCENE" -- $VOXRAY render -o "$T/x.png"

@@ -120,6 +120,8 @@ class Scene:
     def grid(self):
         """A copy of the grid as a float32 NumPy array (Z, Y, X, C)."""
         p = _lib.lib.voxray_scene_grid(self._handle())
+        if not p:
+            raise _lib.VoxrayError(_lib.last_error())
         n = int(np.prod(self.shape))
         return np.ctypeslib.as_array(p, shape=(n,)).reshape(self.shape).copy()
 

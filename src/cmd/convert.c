@@ -1,5 +1,6 @@
-/* cmd/convert.c - `voxray convert IN OUTDIR`: open any volume voxray reads and write its own
- * OUTDIR/grid.npy + OUTDIR/scene.json (placement, decoder, camera) so it re-opens fast.
+/* cmd/convert.c - `voxray convert IN OUTDIR`: open any scene or volume voxray reads and write
+ * its own OUTDIR/grid.npy (or grid.sparse.npz, bricks) + OUTDIR/scene.json (placement,
+ * decoder, background, step, camera) so it re-opens fast and looks the same.
  * main.c dispatches here; the manifest fields are those of docs/FORMAT.md. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -12,13 +13,21 @@
 #include "npy.h"
 #include "outputs.h"
 #include "scene.h"
+#include "sparse_grid.h"
 #include "vx_common.h"
 
 static const char *vx__usage =
     "usage: voxray convert IN OUTDIR [--raw X,Y,Z,dtype[,endian]] [--spacing sx,sy,sz]\n"
     "                      [--volume N] [--preset NAME] [--half] [--allow-outside-data]\n"
     "                      [--max-memory SIZE]\n"
-    "Writes OUTDIR/grid.npy and OUTDIR/scene.json (open it with `voxray render OUTDIR`).\n";
+    "                      [--sparse [--threshold T] [--compress deflate|none] | --dense]\n"
+    "Writes OUTDIR/grid.npy and OUTDIR/scene.json (open it with `voxray render OUTDIR`).\n"
+    "--sparse writes OUTDIR/grid.sparse.npz instead: 8^3 bricks where the scene's decoder can\n"
+    "give density (--threshold T also drops bricks whose cells reach at most T; default 0\n"
+    "renders exactly as the dense grid), deflated unless --compress none; --half stores\n"
+    "float16. --dense writes grid.npy from any scene, sparse ones included. Without either,\n"
+    "a sparse scene stays sparse. The placement, decoder, background, step and camera of the\n"
+    "direct render are kept.\n";
 
 static const char *vx__dact_name(int a) {
     switch (a) {
@@ -68,12 +77,11 @@ static cJSON *vx__decoder_json(const vx_decoder *d) {
 
 /* The manifest: grid file, placement, decoder, and the look of the direct render:
  * background, step and camera (the scene's, else the default one, Z-up for volumes). */
-static char *vx__manifest(const vx_scene *s, const char *name) {
-    const vx_grid *g = &s->grid;
+static char *vx__manifest(const vx_scene *s, const vx_grid *g, const char *name, const char *grid_file) {
     const vx_decoder *d = &s->dec;
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "name", name);
-    cJSON_AddStringToObject(root, "grid", "grid.npy");
+    cJSON_AddStringToObject(root, "grid", grid_file);
     cJSON *m = cJSON_CreateArray();
     for (int r = 0; r < 4; r++) {
         double row[4] = {0, 0, 0, 1};
@@ -114,11 +122,12 @@ int vx_cmd_convert(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
     vx_load_opts lo;
     memset(&lo, 0, sizeof lo);
-    int half = 0;
+    int half = 0, sparse = 0, dense = 0, deflate = 1, sparse_only = 0;
+    double threshold = 0.0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int need = !strcmp(a, "--raw") || !strcmp(a, "--spacing") || !strcmp(a, "--volume") ||
-                   !strcmp(a, "--preset");
+                   !strcmp(a, "--preset") || !strcmp(a, "--threshold") || !strcmp(a, "--compress");
         if (need && i + 1 >= argc) {
             fprintf(stderr, "voxray convert: %s needs a value\n%s", a, vx__usage);
             return 2;
@@ -147,6 +156,22 @@ int vx_cmd_convert(int argc, char **argv) {
             }
             vx_mem_budget_set(b);
         }
+        else if (!strcmp(a, "--sparse")) sparse = 1;
+        else if (!strcmp(a, "--dense")) dense = 1;
+        else if (!strcmp(a, "--threshold")) {
+            sparse_only = 1;
+            if (vx_parse_double("--threshold", argv[++i], 0.0, 1e30, &threshold) != 0) {
+                fprintf(stderr, "voxray convert: %s\n", vx_errmsg());
+                return 2;
+            }
+        } else if (!strcmp(a, "--compress")) {
+            sparse_only = 1;
+            if (strcmp(argv[++i], "deflate") && strcmp(argv[i], "none")) {
+                fprintf(stderr, "voxray convert: --compress %s: expected deflate or none\n", argv[i]);
+                return 2;
+            }
+            deflate = !strcmp(argv[i], "deflate");
+        }
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(vx__usage, stdout); return 0; }
         else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "voxray convert: unknown flag %s\n%s", a, vx__usage);
@@ -159,6 +184,8 @@ int vx_cmd_convert(int argc, char **argv) {
         }
     }
     if (!in || !out) { fputs(vx__usage, stderr); return 2; }
+    if (sparse && dense) { fprintf(stderr, "voxray convert: give --sparse or --dense, not both\n"); return 2; }
+    if (sparse_only && !sparse) { fprintf(stderr, "voxray convert: --threshold and --compress need --sparse\n"); return 2; }
 
     /* the scene loader reads every input voxray renders (.npy and manifests included)
      * and gives the decoder, background and camera the direct render would use */
@@ -167,23 +194,35 @@ int vx_cmd_convert(int argc, char **argv) {
         fprintf(stderr, "voxray convert: %s\n", vx_errmsg());
         return 1;
     }
-    vx_grid g = s.grid;
+    /* the storage written: --sparse thins to bricks (a sparse input brick by brick, never
+     * made dense), --dense fills in, neither keeps the input's */
+    vx_grid sg;
+    memset(&sg, 0, sizeof sg);
+    const vx_grid *g = &s.grid;
+    int rc = 0;
+    if (sparse && s.grid.sparse) rc = vx_sparse_rethin_inplace(&s.grid, &s.dec, (float)threshold);
+    else if (sparse) {
+        rc = vx_sparse_from_dense(&s.grid, &s.dec, (float)threshold, &sg);
+        g = &sg;
+    } else if (dense && s.grid.sparse) rc = vx_grid_densify(&s.grid);
+    const char *file = g->sparse ? "grid.sparse.npz" : "grid.npy";
 
-    char npy[4096], json[4096], probe[4096];
-    vx_path_join(out, "grid.npy", npy, sizeof npy);
+    char gpath[4096], json[4096], probe[4096];
+    vx_path_join(out, file, gpath, sizeof gpath);
     vx_path_join(out, "scene.json", json, sizeof json);
     snprintf(probe, sizeof probe, "%s/.", out);
     char data_file[1024];
     vx_format_data_file(s.grid.source, &lo, data_file, sizeof data_file);
-    const char *outs[2] = {npy, json}, *flags[2] = {"OUTDIR", "OUTDIR"};
+    const char *outs[2] = {gpath, json}, *flags[2] = {"OUTDIR", "OUTDIR"};
     const char *ins[4] = {in, s.path, s.grid.source, data_file[0] ? data_file : NULL};
-    int rc = vx_mkdirs_for(probe) || vx_outputs_prepare(outs, flags, 2, ins, 4, 1) ? -1 : 0;
+    if (rc == 0) rc = vx_mkdirs_for(probe) || vx_outputs_prepare(outs, flags, 2, ins, 4, 1) ? -1 : 0;
     char *text = NULL;
     if (rc == 0) {
         vx_outputs_stage_begin(); /* both files or neither */
-        rc = vx_npy_write_grid(npy, &g, half);
+        rc = g->sparse ? vx_sparse_write(gpath, g, half, deflate ? VX_SPARSE_DEFLATE : VX_SPARSE_STORE)
+                       : vx_npy_write_grid(gpath, g, half);
         if (rc == 0) {
-            text = vx__manifest(&s, vx__basename(in));
+            text = vx__manifest(&s, g, vx__basename(in), file);
             rc = text ? vx_write_file_atomic(json, text, strlen(text))
                       : vx_error("%s: cannot build the manifest", json);
         }
@@ -192,11 +231,24 @@ int vx_cmd_convert(int argc, char **argv) {
     free(text);
     if (rc != 0) {
         fprintf(stderr, "voxray convert: %s\n", vx_errmsg());
+        vx_grid_free(&sg);
         vx_scene_free(&s);
         return 1;
     }
-    printf("wrote %s (%d x %d x %d x %d, %s) and %s\n", npy, g.nx, g.ny, g.nz, g.nc,
-           half ? "float16" : vx_npy_grid_fits_int(&g) ? vx_dtype_name(g.src_dtype) : "float32", json);
+    if (g->sparse) {
+        vx_sparse_stats st;
+        vx_sparse_stats_of(g, &st);
+        struct stat fs;
+        double mib = stat(gpath, &fs) == 0 ? (double)fs.st_size / (1 << 20) : 0.0;
+        printf("wrote %s (%d x %d x %d x %d, %s, %zu of %zu bricks = %.2f%%, %.1f MiB on disk, %.1f MiB in memory vs "
+               "%.1f MiB dense) and %s\n", gpath, g->nx, g->ny, g->nz, g->nc, half ? "float16" : "float32", st.bricks,
+               st.table_entries, 100.0 * st.fill, mib, (double)st.bytes_sparse / (1 << 20),
+               (double)st.bytes_dense / (1 << 20), json);
+    } else {
+        printf("wrote %s (%d x %d x %d x %d, %s) and %s\n", gpath, g->nx, g->ny, g->nz, g->nc,
+               half ? "float16" : vx_npy_grid_fits_int(g) ? vx_dtype_name(g->src_dtype) : "float32", json);
+    }
+    vx_grid_free(&sg);
     vx_scene_free(&s);
     return 0;
 }

@@ -4,6 +4,8 @@
 
 #include "fmt_fixtures.h"
 #include "npy.h"
+#include "sparse_grid.h"
+#include <zip.h>
 
 static char dir[512];
 
@@ -107,6 +109,39 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 2; k++) {
         snprintf(path, sizeof path, "%s/path%d.json", dir, k);
         fx_write2(path, paths[k], strlen(paths[k]), NULL, 0);
+    }
+    group(argv[1], "sparse"); /* small sparse grids: f32/f16, stored/deflated, 1 and 4 channels */
+    for (int k = 0; k < 4; k++) {
+        vx_grid d, s;
+        int nc = k < 2 ? 1 : 4;
+        if (vx_grid_alloc(&d, k < 2 ? 9 + k : 7, k < 2 ? 8 : 5, k < 2 ? 3 + 5 * k : 6 + k, nc, "seed")) return 1;
+        for (size_t i = 0; i < vx_grid_count(&d); i++) d.data[i] = i % 97 < 20 ? (float)(i % 13) - 2.0f : 0.0f;
+        if (vx_sparse_from_dense(&d, NULL, 0.0f, &s)) return 1;
+        snprintf(path, sizeof path, "%s/seed%d.npz", dir, k);
+        if (vx_sparse_write(path, &s, k & 1, k < 2 ? VX_SPARSE_STORE : VX_SPARSE_DEFLATE)) return 1;
+        {   /* the same members cut by "@@@@", which the target zips itself */
+            static const char *names[6] = {"format.npy", "shape.npy", "brick.npy", "background.npy", "table.npy", "pool.npy"};
+            char mpath[1100];
+            snprintf(mpath, sizeof mpath, "%s/members%d.bin", dir, k);
+            FILE *out = fopen(mpath, "wb");
+            int err;
+            zip_t *z = zip_open(path, ZIP_RDONLY, &err);
+            for (int m = 0; m < 6 && z && out; m++) {
+                zip_stat_t st;
+                zip_file_t *zf;
+                if (zip_stat(z, names[m], 0, &st) || !(zf = zip_fopen(z, names[m], 0))) break;
+                unsigned char *buf = malloc(st.size);
+                zip_int64_t got = zip_fread(zf, buf, st.size);
+                zip_fclose(zf);
+                if (got > 0) fwrite(buf, 1, (size_t)got, out);
+                if (m < 5) fwrite("@@@@", 1, 4, out);
+                free(buf);
+            }
+            if (z) zip_discard(z);
+            if (out) fclose(out);
+        }
+        vx_grid_free(&d);
+        vx_grid_free(&s);
     }
     return 0;
 }
