@@ -24,7 +24,11 @@ int vx_view_find_shader(const char *name, char *out, size_t cap) {
         vx_dirname(exe, dir, sizeof dir);
         size_t dl = strlen(dir);
         /* `make install`: PREFIX/bin/voxray finds PREFIX/share/voxray/shaders */
-        if (dl + 26 < sizeof share) { snprintf(share, sizeof share, "%s/../share/voxray/shaders", dir); dirs[n++] = share; }
+        if (dl + 26 < sizeof share) {
+            memcpy(share, dir, dl);
+            memcpy(share + dl, "/../share/voxray/shaders", 25); /* with its NUL */
+            dirs[n++] = share;
+        }
         if (dl + 12 < sizeof dir) { memcpy(dir + dl, "/../shaders", 12); dirs[n++] = dir; }
     }
     for (int i = 0; i < n; i++) {
