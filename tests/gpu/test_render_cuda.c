@@ -16,6 +16,7 @@
 #include "vx_common.h"
 #include "cuda_render.h"
 #include "gpu_test.h"
+#include "sparse_grid.h"
 
 /* Camera at eye looking at target, +Y up, horizontal fov in degrees (built here so the
  * test depends only on camera.h's ray rule). */
@@ -140,6 +141,32 @@ static void check_volume(const char *what, const vx_march_params *m, const vx_gr
     compare_frames(what, &got, &ref);
     /* same samples, give or take rounding at cell boundaries */
     assert_true(llabs(got.samples - ref.samples) <= 1 + ref.samples / 1000);
+    {   /* the same grid as sparse bricks (the exact drop rule): the CUDA frame equals the dense
+         * CUDA frame; only samples of zero density may be skipped differently */
+        vx_grid sg;
+        OK(vx_sparse_from_dense(&hg, &m->dec, 0.0f, &sg));
+        vx_volume sv;
+        memset(&sv, 0, sizeof sv);
+        sv.mp = *m;
+        sv.sparse = sg.sparse;
+        int dims[3];
+        if (m->occ_b) OK(vx_occupancy_build_cpu(&sg, &m->dec, m->occ_b, &sv.occ, dims));
+        sv.occ_count = occ_count;
+        vx_cuda_volume *scv = NULL;
+        OK(vx_volume_upload_cuda(&scv, &sv, &sg, half));
+        vx_frame sp;
+        OK(vx_frame_alloc(&sp, cam->width, cam->height, 1));
+        OK(vx_render_cuda(scv, cam, &sp));
+        size_t np = (size_t)cam->width * cam->height;
+        double e = max_diff(sp.rgb, got.rgb, np * 3, NULL), ea = max_diff(sp.alpha, got.alpha, np, NULL);
+        print_message("%-34s sparse: %zu of %zu bricks, rgb max %.2e opacity max %.2e vs dense\n", what,
+                      sg.sparse->nbricks, (size_t)sg.sparse->bn[0] * sg.sparse->bn[1] * sg.sparse->bn[2], e, ea);
+        if (!(e <= 1e-6 && ea <= 1e-6)) fail_msg("%s: sparse storage renders %g (opacity %g) away from dense", what, e, ea);
+        vx_frame_free(&sp);
+        vx_volume_free_cuda(scv);
+        free(sv.occ);
+        vx_grid_free(&sg);
+    }
     vx_frame_free(&got);
     vx_frame_free(&ref);
     if (half) free(hg.data);
