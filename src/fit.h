@@ -131,10 +131,14 @@ int vx_fit_crop_box(const vx_fit_model *f, const int ilo[3], const int ihi[3], i
  * device grid was upsampled; the old contents are dropped first, so peak memory is 1x). */
 int vx_fit_model_resize_cpu(vx_fit_model *f, const int res[3]);
 
-/* Write SCENE_DIR/grid.npy + SCENE_DIR/scene.json (temporary files, renamed when both are
- * complete), openable by `voxray render` and `voxray view`. cam: NULL, or the manifest
- * camera as eye[3], target[3], up[3], horizontal fov in degrees. */
-int vx_fit_write_scene(const vx_fit_model *f, const char *dir, const char *name, const double cam[10]);
+/* How `voxray fit` writes its scene: sparse bricks in float16 (the default), sparse float32,
+ * or the dense float32 grid.npy of earlier versions. */
+typedef enum { VX_FIT_WRITE_SPARSE_HALF = 0, VX_FIT_WRITE_SPARSE, VX_FIT_WRITE_DENSE } vx_fit_storage;
+/* Write SCENE_DIR/grid.sparse.npz (or grid.npy) + SCENE_DIR/scene.json (temporary files,
+ * renamed when both are complete), openable by `voxray render` and `voxray view`. cam:
+ * NULL, or the manifest camera as eye[3], target[3], up[3], horizontal fov in degrees. */
+int vx_fit_write_scene(const vx_fit_model *f, const char *dir, const char *name, const double cam[10],
+                       vx_fit_storage storage);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,8 @@
 #include "fit_march.h"
 #include "npy.h"
 #include "render.h"
+#include "sparse_grid.h"
+#include "outputs.h"
 #include "vx_common.h"
 
 void vx_fit_hparams_default(vx_fit_hparams *h) {
@@ -364,12 +366,12 @@ static cJSON *vx__vec(const double *v, int n) {
     return a;
 }
 
-static char *vx__manifest(const vx_fit_model *f, const char *name, const double cam[10]) {
+static char *vx__manifest(const vx_fit_model *f, const char *name, const double cam[10], const char *grid_file) {
     cJSON *root = cJSON_CreateObject(), *dec = cJSON_CreateObject();
     if (!root || !dec) { cJSON_Delete(root); cJSON_Delete(dec); return NULL; }
     double bg[3] = {f->bg[0], f->bg[1], f->bg[2]};
     cJSON_AddStringToObject(root, "name", name);
-    cJSON_AddStringToObject(root, "grid", "grid.npy");
+    cJSON_AddStringToObject(root, "grid", grid_file);
     cJSON_AddItemToObject(root, "bbox_min", vx__vec(f->box_lo, 3));
     cJSON_AddItemToObject(root, "bbox_max", vx__vec(f->box_hi, 3));
     cJSON_AddBoolToObject(root, "align_corners", 0);
@@ -394,26 +396,33 @@ static char *vx__manifest(const vx_fit_model *f, const char *name, const double 
     return text;
 }
 
-int vx_fit_write_scene(const vx_fit_model *f, const char *dir, const char *name, const double cam[10]) {
-    char gpath[4096], jpath[4096], gtmp[4200], jtmp[4200];
+int vx_fit_write_scene(const vx_fit_model *f, const char *dir, const char *name, const double cam[10],
+                       vx_fit_storage storage) {
+    char gpath[4096], jpath[4096];
     if (!dir || !dir[0]) return vx_error("fit: empty output directory");
     if (strlen(dir) > 3900) return vx_error("%s: output directory name too long", dir);
-    vx_path_join(dir, "grid.npy", gpath, sizeof gpath);
+    const char *file = storage == VX_FIT_WRITE_DENSE ? "grid.npy" : "grid.sparse.npz";
+    vx_path_join(dir, file, gpath, sizeof gpath);
     vx_path_join(dir, "scene.json", jpath, sizeof jpath);
     if (vx_mkdirs_for(gpath)) return -1;
-    vx_temp_name(gpath, gtmp, sizeof gtmp);
-    vx_temp_name(jpath, jtmp, sizeof jtmp);
-    char *text = vx__manifest(f, name, cam);
+    char *text = vx__manifest(f, name, cam, file);
     if (!text) return vx_error("%s: out of memory building scene.json", jpath);
     vx_scene s;
     vx_fit_as_scene(f, &s);
-    int rc = vx_npy_write_grid(gtmp, &s.grid, 0);
-    if (rc == 0) {
-        size_t n = strlen(text);
-        rc = vx_write_file_atomic(jtmp, text, n);
-    }
+    vx_grid sg;
+    memset(&sg, 0, sizeof sg);
+    int rc = 0;
+    /* sparse: the bricks whose cells can have density (the exact drop rule: the relu
+     * decoder gives sigma 0 wherever a brick and its one-voxel rim hold no positive density),
+     * so the written scene renders as the dense model does */
+    if (storage != VX_FIT_WRITE_DENSE) rc = vx_sparse_from_dense(&s.grid, &s.dec, 0.0f, &sg);
+    vx_outputs_stage_begin(); /* both files or neither */
+    if (rc == 0)
+        rc = storage == VX_FIT_WRITE_DENSE
+                 ? vx_npy_write_grid(gpath, &s.grid, 0)
+                 : vx_sparse_write(gpath, &sg, storage == VX_FIT_WRITE_SPARSE_HALF, VX_SPARSE_DEFLATE);
+    if (rc == 0) rc = vx_write_file_atomic(jpath, text, strlen(text));
     cJSON_free(text);
-    if (rc != 0) { remove(gtmp); remove(jtmp); return -1; }
-    if (vx_commit_temp(gtmp, gpath, 1)) { remove(jtmp); return -1; }
-    return vx_commit_temp(jtmp, jpath, 1);
+    vx_grid_free(&sg);
+    return vx_outputs_stage_end(rc == 0);
 }

@@ -960,35 +960,55 @@ static void test_track_wmax(void **state) {
 
 /* ---- the scene writer: `voxray render` sees what the fit saw ------------------------------------ */
 
+/* Every storage the fit writes renders as the model does: the dense grid and the sparse
+ * float32 bricks bit for bit (the exact drop rule), float16 bricks within half precision. */
 static void test_write_scene_roundtrip(void **state) {
     (void)state;
     vx_fit_model f;
-    random_model(&f, 2);
+    int res[3] = {21, 10, 13};
+    double lo[3] = {-1, -0.6, -0.7}, hi[3] = {1.1, 0.7, 0.9};
+    float bg[3] = {0.9f, 0.8f, 0.7f};
+    assert_int_equal(vx_fit_model_init_cpu(&f, res, 2, lo, hi, 0.5f, 2.0f, bg, 0.1f), 0);
     size_t n = (size_t)f.nx * f.ny * f.nz * f.nc;
     for (size_t i = 0; i < n; i++) f.data[i] = i % f.nc == 0 ? (float)vx_test_uniform(-0.5, 1.5) : (float)vx_test_uniform(-0.4, 0.4);
-    char dir[512];
-    snprintf(dir, sizeof dir, "%s/roundtrip", vx_test_tmpdir());
-    assert_int_equal(vx_fit_write_scene(&f, dir, "rt", NULL), 0);
-    vx_scene s;
-    vx_load_opts lo;
-    memset(&lo, 0, sizeof lo);
-    if (vx_scene_load(dir, &lo, &s)) { fprintf(stderr, "%s\n", vx_errmsg()); fail(); }
+    for (size_t i = 0; i < n / f.nc; i++) /* no density in x <= 8: the first column of bricks and its rim */
+        if ((int)(i % f.nx) <= 8) f.data[i * f.nc] = -0.1f;
     vx_camera cam;
     double eye[3] = {2.5, 1.2, 2.0}, tgt[3] = {0, 0, 0}, up[3] = {0, 1, 0};
     assert_int_equal(vx_camera_look_at(&cam, eye, tgt, up, 50, 24, 20), 0);
-    vx_render_opts o;
-    vx_render_opts_default(&o);
-    vx_volume v;
-    vx_frame a, b;
-    assert_int_equal(vx_volume_prepare(&v, &s, &o), 0);
-    assert_int_equal(vx_frame_alloc(&a, 24, 20, 0), 0);
-    assert_int_equal(vx_render_cpu(&v, &cam, &o, &a), 0);
+    vx_frame b;
     vx_dataset d = {.n = 1, .width = 24, .height = 20, .cams = &cam};
     assert_int_equal(vx_fit_render_view_cpu(&f, &d, 0, &b), 0);
-    for (int i = 0; i < 24 * 20 * 3; i++) assert_true(a.rgb[i] == b.rgb[i]);
-    vx_frame_free(&a); vx_frame_free(&b);
-    vx_volume_free(&v);
-    vx_scene_free(&s);
+    static const vx_fit_storage kinds[3] = {VX_FIT_WRITE_DENSE, VX_FIT_WRITE_SPARSE, VX_FIT_WRITE_SPARSE_HALF};
+    for (int k = 0; k < 3; k++) {
+        char dir[512];
+        snprintf(dir, sizeof dir, "%s/roundtrip%d", vx_test_tmpdir(), k);
+        assert_int_equal(vx_fit_write_scene(&f, dir, "rt", NULL, kinds[k]), 0);
+        vx_scene s;
+        vx_load_opts lo;
+        memset(&lo, 0, sizeof lo);
+        if (vx_scene_load(dir, &lo, &s)) { fprintf(stderr, "%s\n", vx_errmsg()); fail(); }
+        assert_int_equal(s.grid.sparse != NULL, kinds[k] != VX_FIT_WRITE_DENSE);
+        if (s.grid.sparse) {
+            size_t all = (size_t)s.grid.sparse->bn[0] * s.grid.sparse->bn[1] * s.grid.sparse->bn[2];
+            assert_true(s.grid.sparse->nbricks < all); /* the slab's bricks are gone */
+        }
+        vx_render_opts o;
+        vx_render_opts_default(&o);
+        vx_volume v;
+        vx_frame a;
+        assert_int_equal(vx_volume_prepare(&v, &s, &o), 0);
+        assert_int_equal(vx_frame_alloc(&a, 24, 20, 0), 0);
+        assert_int_equal(vx_render_cpu(&v, &cam, &o, &a), 0);
+        for (int i = 0; i < 24 * 20 * 3; i++) {
+            if (kinds[k] == VX_FIT_WRITE_SPARSE_HALF) assert_true(fabsf(a.rgb[i] - b.rgb[i]) <= 2.0f / 255);
+            else assert_true(a.rgb[i] == b.rgb[i]);
+        }
+        vx_frame_free(&a);
+        vx_volume_free(&v);
+        vx_scene_free(&s);
+    }
+    vx_frame_free(&b);
     vx_fit_model_free(&f);
 }
 
@@ -1362,7 +1382,7 @@ static void test_commands(void **state) {
     const char *fit[] = {"fit", dir, "-o", out, "--res", "12,24", "--iters", "120", "--batch", "512", "--sh-degree", "0",
                          "--val-every", "60", "--val-views", "1", "--backend", "cpu", "--bbox", "-1,-1,-1,1,1,1", NULL};
     assert_int_equal(run_cmd(vx_cmd_fit, fit), 0);
-    assert_true(exists(out, "scene.json") && exists(out, "grid.npy"));
+    assert_true(exists(out, "scene.json") && exists(out, "grid.sparse.npz"));
     assert_true(exists(out, "val/final_000.png") && exists(out, "val/final_001.png") && exists(out, "val/iter_000060_v0.png"));
     vx_scene back;
     vx_load_opts lopts;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "backend.h"
 #include "cli.h"
@@ -20,8 +21,9 @@ static void vx__fit_usage(FILE *o) {
             "\n"
             "Optimise a voxel grid (density + spherical harmonics, Plenoxels style, no network)\n"
             "from posed photos in the NeRF 'Blender synthetic' layout, then write SCENE_DIR/scene.json\n"
-            "and SCENE_DIR/grid.npy for voxray render / voxray view. Every 8th training view is held\n"
-            "out for validation unless --val-split names a split.\n"
+            "and SCENE_DIR/grid.sparse.npz (8^3 bricks where the model has density, float16) for\n"
+            "voxray render / voxray view. Every 8th training view is held out for validation unless\n"
+            "--val-split names a split.\n"
             "\n"
             "  -o, --output DIR     scene directory to write\n"
             "  --res R1[,R2..]      voxels along each box edge per coarse-to-fine stage, up to %d\n"
@@ -31,6 +33,8 @@ static void vx__fit_usage(FILE *o) {
             "  --stage-ends P1[,..] progress fractions at which each stage but the last ends\n"
             "                       (default: equal shares; CUDA without --res: 0.1,0.3)\n"
             "  --no-crop            keep the whole box in every stage\n"
+            "  --write sparse-half|sparse|dense  the written grid: bricks in float16 (default),\n"
+            "                       bricks in float32, or the whole box as float32 grid.npy\n"
             "  --dense-adam         update every alive parameter each step (default: only those\n"
             "                       with a gradient, i.e. touched by the batch or the TV subset)\n"
             "  --iters N            total iterations, split evenly over the stages (default 2000;\n"
@@ -133,6 +137,7 @@ int vx_cmd_fit(int argc, char **argv) {
     int sh = 2, downscale = 1, has_bbox = 0, seed = 1;
     double step = 0.5, lo[3], hi[3], dv;
     vx_backend_kind backend = VX_BACKEND_AUTO;
+    vx_fit_storage storage = VX_FIT_WRITE_SPARSE_HALF;
     unsigned set = 0; /* VX_FIT_SET_*: options given, which CUDA defaults leave alone */
     char msg[600];
     for (int i = 1; i < argc; i++) {
@@ -175,6 +180,18 @@ int vx_cmd_fit(int argc, char **argv) {
         }
         else if (!strcmp(a, "--time-curve")) cfg.time_curve = 1;
         else if (!strcmp(a, "--no-crop")) cfg.crop = 0;
+        else if (!strcmp(a, "--write")) {
+            if (i + 1 >= argc) return vx_cli_usage_error("fit", "--write needs sparse-half, sparse or dense");
+            const char *w = argv[++i];
+            if (!strcmp(w, "sparse-half")) storage = VX_FIT_WRITE_SPARSE_HALF;
+            else if (!strcmp(w, "sparse")) storage = VX_FIT_WRITE_SPARSE;
+            else if (!strcmp(w, "dense")) storage = VX_FIT_WRITE_DENSE;
+            else {
+                char msg[256];
+                snprintf(msg, sizeof msg, "--write %s: expected sparse-half, sparse or dense", w);
+                return vx_cli_usage_error("fit", msg);
+            }
+        }
         else if (!strcmp(a, "--dense-adam")) cfg.hp.lazy = 0;
         else if (!strcmp(a, "--stage-ends")) { stage_ends = argv[++i]; set |= VX_FIT_SET_STAGE_ENDS; }
         else if (a[0] == '-' && a[1]) { snprintf(msg, sizeof msg, "unknown option '%s'", a); return vx_cli_usage_error("fit", msg); }
@@ -243,9 +260,15 @@ int vx_cmd_fit(int argc, char **argv) {
         for (int a = 0; a < 3; a++) cam[6 + a] = m[4 * a + 1];
     const char *base = strrchr(dataset, '/');
     base = base && base[1] ? base + 1 : dataset;
-    if (vx_fit_write_scene(&f, out, base, cam)) { vx_fit_model_free(&f); goto fail; }
-    printf("fit: %.1f s, %.0f rays/s, loss %.5f -> %.5f; wrote %s/scene.json and %s/grid.npy (%dx%dx%d x %d)\n",
-           st.seconds, st.rays_per_s, st.loss_first, st.loss_last, out, out, f.nx, f.ny, f.nz, f.nc);
+    if (vx_fit_write_scene(&f, out, base, cam, storage)) { vx_fit_model_free(&f); goto fail; }
+    {
+        char gpath[4096];
+        struct stat gs;
+        vx_path_join(out, storage == VX_FIT_WRITE_DENSE ? "grid.npy" : "grid.sparse.npz", gpath, sizeof gpath);
+        double mb = stat(gpath, &gs) == 0 ? (double)gs.st_size / 1e6 : 0.0;
+        printf("fit: %.1f s, %.0f rays/s, loss %.5f -> %.5f; wrote %s/scene.json and %s (%dx%dx%d x %d, %.1f MB)\n",
+               st.seconds, st.rays_per_s, st.loss_first, st.loss_last, out, gpath, f.nx, f.ny, f.nz, f.nc, mb);
+    }
     double mp, ms;
     vx_scene fs;
     vx_render_opts ro;
