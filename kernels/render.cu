@@ -41,6 +41,12 @@ template <int DEC, int DEG> struct vx_dec_traits {
 
 /* Where a lattice point's channels live: dense (z, y, x, c) or sparse bricks (sparse.h),
  * float32 or float16. corners() gives the eight corner pointers of a trilinear cell. */
+/* The brick a ray is in: consecutive samples mostly stay in one brick, so its table entry is
+ * read once, not once a sample (the table read is a dependent load before the voxels'). */
+template <typename T> struct vx_brick_cache {
+    size_t key;      /* table index of the cached brick, or SIZE_MAX */
+    const T *base;   /* its voxels, or NULL when absent (background) */
+};
 template <typename T> struct vx_dense_store {
     typedef T elem;
     const T *data;
@@ -48,7 +54,7 @@ template <typename T> struct vx_dense_store {
     __device__ __forceinline__ const T *voxel(int x, int y, int z) const {
         return data + (size_t)z * sz + (size_t)y * sy + (size_t)x * nc;
     }
-    __device__ __forceinline__ void corners(const vx_cell &c, const T *p[8]) const {
+    __device__ __forceinline__ void corners(const vx_cell &c, const T *p[8], vx_brick_cache<T> &) const {
 #pragma unroll
         for (int k = 0; k < 8; k++) {
             int x, y, z;
@@ -62,30 +68,28 @@ template <typename T> struct vx_sparse_store {
     const int32_t *table;
     const T *pool, *background;
     int bn[3], nc;
-    __device__ __forceinline__ const T *voxel(int x, int y, int z) const {
-        ptrdiff_t off = vx_sparse_offset(table, bn, nc, x, y, z);
-        return off < 0 ? background : pool + off;
+    __device__ __forceinline__ size_t key(int x, int y, int z) const {
+        return ((size_t)(z >> VX_BRICK_LOG2) * bn[1] + (y >> VX_BRICK_LOG2)) * bn[0] + (x >> VX_BRICK_LOG2);
     }
-    /* Two thirds of the cells lie inside one brick: one table read serves all eight corners. */
-    __device__ __forceinline__ void corners(const vx_cell &c, const T *p[8]) const {
-        int bx = c.x[0] >> VX_BRICK_LOG2, by = c.y[0] >> VX_BRICK_LOG2, bz = c.z[0] >> VX_BRICK_LOG2;
-        if ((c.x[1] >> VX_BRICK_LOG2) == bx && (c.y[1] >> VX_BRICK_LOG2) == by && (c.z[1] >> VX_BRICK_LOG2) == bz) {
-            int32_t slot = __ldg(table + ((size_t)bz * bn[1] + by) * bn[0] + bx);
-            const T *base = pool + (size_t)(slot < 0 ? 0 : slot) * VX_BRICK_VOXELS * nc;
-#pragma unroll
-            for (int k = 0; k < 8; k++) {
-                int x, y, z;
-                vx_cell_corner(&c, k, &x, &y, &z);
-                size_t local = ((size_t)(z & (VX_BRICK - 1)) * VX_BRICK + (y & (VX_BRICK - 1))) * VX_BRICK + (x & (VX_BRICK - 1));
-                p[k] = slot < 0 ? background : base + local * nc;
-            }
-            return;
-        }
+    __device__ __forceinline__ const T *brick(size_t k) const {
+        int32_t slot = __ldg(table + k);
+        return slot < 0 ? nullptr : pool + (size_t)slot * VX_BRICK_VOXELS * nc;
+    }
+    __device__ __forceinline__ const T *in_brick(const T *base, int x, int y, int z) const {
+        size_t local = ((size_t)(z & (VX_BRICK - 1)) * VX_BRICK + (y & (VX_BRICK - 1))) * VX_BRICK + (x & (VX_BRICK - 1));
+        return base ? base + local * nc : background;
+    }
+    /* Corner 0's brick goes through the ray's cache; a corner in another brick (a cell
+     * straddling a brick face) reads the table itself. */
+    __device__ __forceinline__ void corners(const vx_cell &c, const T *p[8], vx_brick_cache<T> &cc) const {
+        size_t k0 = key(c.x[0], c.y[0], c.z[0]);
+        if (k0 != cc.key) { cc.key = k0; cc.base = brick(k0); }
 #pragma unroll
         for (int k = 0; k < 8; k++) {
             int x, y, z;
             vx_cell_corner(&c, k, &x, &y, &z);
-            p[k] = voxel(x, y, z);
+            size_t kk = key(x, y, z);
+            p[k] = in_brick(kk == k0 ? cc.base : brick(kk), x, y, z);
         }
     }
 };
@@ -96,16 +100,17 @@ template <typename T> struct vx_sparse_store {
 template <class S, int DEC, int DEG> struct vx_render_op {
     const vx_march_params *m;
     S store;
+    vx_brick_cache<typename S::elem> cache; /* sparse storage: the ray's current brick */
 
     static __device__ __forceinline__ float sample(void *op, const vx_sample *s, vx_vec3 d, float *rgb) {
         constexpr int NC = vx_dec_traits<DEC, DEG>::nc;
-        const vx_render_op *r = (const vx_render_op *)op;
+        vx_render_op *r = (vx_render_op *)op;
         const vx_march_params *m = r->m;
         vx_cell c;
         float v[8][NC], raw[NC];
         const typename S::elem *cp[8];
         vx_trilinear_cell(m->nx, m->ny, m->nz, s->p, &c);
-        r->store.corners(c, cp);
+        r->store.corners(c, cp, r->cache);
 #pragma unroll
         for (int k = 0; k < 8; k++) vx_load_point<NC>(cp[k], v[k]);
         const float *vp[8] = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
@@ -116,7 +121,7 @@ template <class S, int DEC, int DEG> struct vx_render_op {
                 float f[6];
                 for (int q = 0; q < 6; q++) {
                     vx_trilinear_cell(m->nx, m->ny, m->nz, vx_gradient_probe(s->p, q), &c);
-                    r->store.corners(c, cp);
+                    r->store.corners(c, cp, r->cache);
 #pragma unroll
                     for (int k = 0; k < 8; k++) vx_load_point<1>(cp[k], v[k]);
                     vx_cell_blend(&c, vp, 1, f + q);
@@ -149,7 +154,7 @@ vx_render_kernel(const __grid_constant__ vx_march_params m, const __grid_constan
     if (inside) {
         vx_vec3 o, d;
         vx_camera_ray(&cam, (float)j + 0.5f, (float)i + 0.5f, &o, &d);
-        vx_render_op<S, DEC, DEG> op = {&m, store};
+        vx_render_op<S, DEC, DEG> op = {&m, store, {~(size_t)0, nullptr}};
         float u = vx_pixel_jitter(m.jitter_seed, (unsigned long long)i * cam.width + j);
         vx_ray_result r = vx_march_run(&m, occ, o, d, u, &op);
         samples = r.samples;
