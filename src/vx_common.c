@@ -28,12 +28,17 @@ int vx_error(const char *fmt, ...) {
 const char *vx_errmsg(void) { return vx__errbuf; }
 void vx_clear_error(void) { vx__errbuf[0] = 0; }
 
-void vx_warn(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
+/* "voxray: MESSAGE" on stderr: the one place warnings and notes are printed. */
+static void vx__say(const char *fmt, va_list ap) {
     fputs("voxray: ", stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+}
+
+void vx_warn(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vx__say(fmt, ap);
     va_end(ap);
 }
 
@@ -86,9 +91,7 @@ void vx_note(const char *fmt, ...) {
     if (vx__quiet) return;
     va_list ap;
     va_start(ap, fmt);
-    fputs("voxray: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vx__say(fmt, ap);
     va_end(ap);
 }
 
