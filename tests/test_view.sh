@@ -64,6 +64,10 @@ same orbit "$T/orbs" --size 180x120 --frames 4 --azimuth 10 --elevation 20 --orb
     -- "$T/orbs" --size 180x120 --azimuth 55 --elevation 20
 # a resize halfway: the last frame is rendered at the new size
 same resize "$T/orbs" --size 200x150 --frames 4 --resize 130x170 -- "$T/orbs" --size 130x170
+# a sparse scene (8^3 bricks) in the window: the frame equals the render of the same bricks
+if $VOXRAY make-scene orbs -o "$T/orbs-sparse" --res 40 --sparse >/dev/null 2>&1; then
+    same sparse "$T/orbs-sparse" --size 160x120 --frames 2 -- "$T/orbs-sparse" --size 160x120
+else bad "make-scene --sparse failed"; fi
 grep -q "resized to framebuffer 130x170" "$T/resize.log" && ok || bad "resize: no resize line in the log"
 # a scene written by `voxray fit` (a short CPU fit of the mic views at 100x100) opens in
 # the viewer at its saved camera and shows what `voxray render` shows
