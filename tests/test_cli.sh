@@ -5,22 +5,7 @@
 # Run by tests/run_tests.sh with VOXRAY set; prints "cli: N passed, N failed".
 VOXRAY=${VOXRAY:-build/voxray}
 T=$(mktemp -d /tmp/voxray-cli-XXXXXX)
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-# expect CODE SUBSTRING -- command...: exit code, one-line stderr holding SUBSTRING
-expect() {
-    code=$1; sub=$2; shift 3
-    "$@" >"$T/out" 2>"$T/err"
-    rc=$?
-    lines=$(grep -c . "$T/err")
-    if [ $rc -ne "$code" ]; then bad "exit $rc (want $code): $*"; cat "$T/err"; return; fi
-    if [ -n "$sub" ] && ! grep -qF -- "$sub" "$T/err"; then bad "stderr lacks '$sub': $*"; cat "$T/err"; return; fi
-    if [ "$code" -ne 0 ] && [ "$lines" -ne 1 ]; then bad "stderr has $lines lines (want 1): $*"; cat "$T/err"; return; fi
-    ok
-}
+. tests/cli_expect.sh
 
 $VOXRAY make-scene orbs -o "$T/orbs" --res 24 >/dev/null || bad "make-scene orbs"
 $VOXRAY make-scene phantom -o "$T/phantom" --res 24 >/dev/null || bad "make-scene phantom"

@@ -4,22 +4,8 @@
 # placement. Each case exits 1 (bad data) or 2 (usage) with one line and leaves no output.
 VOXRAY=${VOXRAY:-build/voxray}
 T=$(mktemp -d /tmp/voxray-harden-XXXXXX)
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-# expect CODE SUBSTRING -- command...: exit code, stderr holding SUBSTRING, one line on failure
-expect() {
-    code=$1; sub=$2; shift 3
-    timeout 20 "$@" >"$T/out" 2>"$T/err"
-    rc=$?
-    lines=$(grep -c . "$T/err")
-    if [ $rc -ne "$code" ]; then bad "exit $rc (want $code): $*"; cat "$T/err"; return; fi
-    if [ -n "$sub" ] && ! grep -qF -- "$sub" "$T/err"; then bad "stderr lacks '$sub': $*"; cat "$T/err"; return; fi
-    if [ "$code" -ne 0 ] && [ "$lines" -ne 1 ]; then bad "stderr has $lines lines (want 1): $*"; cat "$T/err"; return; fi
-    ok
-}
+EXPECT_TIMEOUT=20
+. tests/cli_expect.sh
 R="--size 8x8 --backend cpu -q"
 
 $VOXRAY make-scene orbs -o "$T/orbs" --res 12 >/dev/null 2>&1 || bad "make-scene orbs"
