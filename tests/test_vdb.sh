@@ -94,4 +94,5 @@ bad_input magic-only "$T/magic.vdb"
 bad_input unknown-grid "$T/multi.vdb" --grid nope
 bad_input empty-grid "$T/empty.vdb"
 bad_input bool-grid "$T/bool.vdb"
+bad_input absurd-transform "$T/tiny.vdb"
 finish

@@ -170,7 +170,8 @@ int vx_load(const char *path, const char *want, vx_grid *out, vx_decoder *dec, i
     snprintf(out->source, sizeof out->source, "%s", path);
     float w2i[12];
     if (vx_grid_world_to_index(out, w2i)) {
-        std::string why = vx_errmsg();
+        std::string why = vx_errmsg(), own = std::string(path) + ": ";
+        if (why.compare(0, own.size(), own) == 0) why.erase(0, own.size());
         vx_grid_free(out);
         return vx_error("%s: grid '%s' has an unusable transform (%s)", path, name.c_str(), why.c_str());
     }

@@ -74,3 +74,10 @@ b = vdb.BoolGrid(False)
 b.name = "density"
 b.getAccessor().setValueOn((0, 0, 0), True)
 vdb.write(os.path.join(out, "bool.vdb"), grids=[b])
+
+# an absurd transform: voxel size 1e11 (over voxray's VX_MAX_SPACING)
+a = vdb.FloatGrid(0.0)
+a.name = "density"
+a.getAccessor().setValueOn((0, 0, 0), 1.0)
+a.transform = vdb.createLinearTransform(voxelSize=1e11)
+vdb.write(os.path.join(out, "tiny.vdb"), grids=[a])
