@@ -17,6 +17,7 @@ finish() {
     exit $?
 }
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$(pwd)/tests/vdb/lsan.supp:print_suppressions=0"
 
 if ! "$PY" -c 'import pyopenvdb, numpy' 2>/dev/null; then
     echo "skipped: vdb tests need Debian's python3-openvdb for $PY (tools/install-deps.sh)"

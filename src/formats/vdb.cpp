@@ -92,7 +92,8 @@ int vx_load(const char *path, const char *want, vx_grid *out, vx_decoder *dec, i
     if (!xf.isLinear())
         return vx_error("%s: grid '%s' has a %s transform (voxray places linear transforms only)", path,
                         name.c_str(), xf.mapType().c_str());
-    if (g->getGridClass() == openvdb::GRID_LEVEL_SET && vx_levelset_to_fog(path, *g)) return -1;
+    bool level_set = g->getGridClass() == openvdb::GRID_LEVEL_SET;
+    if (level_set && vx_levelset_to_fog(path, *g)) return -1;
     g->tree().voxelizeActiveTiles();
     /* colour: a Vec3f color/Cd grid beside `density`, same transform */
     Vec3fGrid::Ptr col;
@@ -174,6 +175,21 @@ int vx_load(const char *path, const char *want, vx_grid *out, vx_decoder *dec, i
         if (why.compare(0, own.size(), own) == 0) why.erase(0, own.size());
         vx_grid_free(out);
         return vx_error("%s: grid '%s' has an unusable transform (%s)", path, name.c_str(), why.c_str());
+    }
+    if (!col && !level_set) {
+        /* fog: grey smoke (visible on the white background), sigma = the value per world unit
+         * (as Blender and Houdini read it) */
+        float mn, mx;
+        vx_grid_range(out, 0, &mn, &mx);
+        memset(dec, 0, sizeof *dec);
+        dec->type = VX_DEC_SCALAR;
+        dec->density_scale = 1.0f;
+        dec->window_lo = 0.0f;
+        dec->window_hi = mx > 0 ? mx : 1.0f;
+        dec->tf_n = 2;
+        const float tf[2][5] = {{0, 0.3f, 0.3f, 0.3f, 0}, {1, 0.3f, 0.3f, 0.3f, dec->window_hi}};
+        memcpy(dec->tf, tf, sizeof tf);
+        *has_dec = 1;
     }
     if (col) {
         memset(dec, 0, sizeof *dec);

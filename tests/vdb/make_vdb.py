@@ -43,7 +43,10 @@ d = os.path.join(out, "fog_npy")
 os.makedirs(d, exist_ok=True)
 np.save(os.path.join(d, "grid.npy"), arr)
 i2w = [[M[c][r] for c in range(3)] + [M[3][r] + sum(lo[c] * M[c][r] for c in range(3))] for r in range(3)]
-json.dump({"grid": "grid.npy", "index_to_world": i2w + [[0, 0, 0, 1]], "align_corners": False},
+vmax = max(vals.values())  # the reader's default fog look, spelled out (docs/FORMATS.md)
+dec = {"type": "scalar", "density_scale": 1, "window": [0, vmax], "shading": False,
+       "transfer_function": [[0, 0.3, 0.3, 0.3, 0], [1, 0.3, 0.3, 0.3, vmax]]}
+json.dump({"grid": "grid.npy", "index_to_world": i2w + [[0, 0, 0, 1]], "align_corners": False, "decoder": dec},
           open(os.path.join(d, "scene.json"), "w"))
 json.dump({"lo": lo, "n": n, "i2w": i2w, "count": len(vals),
            "nonzero": sum(v > 0 for v in vals.values())}, open(os.path.join(out, "fog.json"), "w"))
