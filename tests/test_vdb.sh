@@ -25,7 +25,7 @@ if ! "$PY" -c 'import pyopenvdb, numpy' 2>/dev/null; then
 fi
 if ! "$PY" tests/vdb/make_vdb.py "$T"; then bad "make_vdb.py"; finish; fi
 if $VOXRAY info "$T/fog.vdb" 2>&1 | grep -q "built without OpenVDB"; then
-    echo "skipped: $VOXRAY was built without OpenVDB (libopenvdb-dev missing, NO_VDB=1 or a SAN build)"
+    echo "skipped: $VOXRAY was built without OpenVDB (libopenvdb-dev or libboost-dev missing, or NO_VDB=1)"
     finish
 fi
 if ! cc -O2 -o "$T/png_compare" tests/png_compare.c -lm; then bad "building tests/png_compare.c"; finish; fi
