@@ -71,6 +71,7 @@ const char *vx_cli_common_help(void) {
            "                          int16 uint32 int32 float32 float64)\n"
            "  --spacing sx,sy,sz      voxel spacing for --raw and files without one (.den)\n"
            "  --volume N              which volume of a 4-D file (default 0)\n"
+           "  --grid NAME             which grid of a .vdb file (default density, else the first)\n"
            "  --max-memory SIZE       memory one grid may take, e.g. 512M or 32G (default: half\n"
            "                          of this machine's memory, at most 16G)\n"
            "  --allow-outside-data    read a detached header's data file even when it lies\n"
@@ -185,6 +186,7 @@ int vx_cli_parse_common(vx_cli_common *c, int *i, int argc, char **argv) {
         return 1;
     }
     if (VX_FLAG("--raw")) { c->load.raw_spec = v; return v ? 1 : -1; }
+    if (VX_FLAG("--grid")) { c->load.grid_name = v; return v ? 1 : -1; }
     if (VX_FLAG("--spacing")) {
         if (!v || vx_parse_vec3("--spacing", v, c->load.spacing)) return -1;
         for (int k = 0; k < 3; k++)

@@ -17,6 +17,7 @@ typedef struct {
     int volume_index;       /* 4-D files: which volume (default 0) */
     const char *preset;     /* transfer-function preset to use instead of the default */
     int allow_outside_data; /* detached data may lie outside the header's directory */
+    const char *grid_name;  /* --grid: which grid of a .vdb file (NULL: density, else the first) */
 } vx_load_opts;
 
 typedef struct {

@@ -7,11 +7,14 @@ set -e
 PKGS="gcc make pkg-config python3 python3-pip libstb-dev libcjson-dev libcmocka-dev zlib1g-dev libzip-dev
 libglfw3-dev libgl-dev libgl1-mesa-dri xvfb xauth xdotool"
 FUZZ_PKGS="clang libclang-rt-14-dev" # tests/fuzz (CI), not `make test`
+# .vdb support (optional: the build leaves it out without them; tests/test_vdb.sh skips);
+# libopenvdb-dev's headers include Boost's without depending on libboost-dev
+VDB_PKGS="g++ libopenvdb-dev libboost-dev python3-openvdb libopenvdb-tools"
 GLAD_VERSION=2.0.8                   # the viewer's GL loader generator (third_party/README.md)
 PYTHON=${PYTHON:-python3}
 check=0
 [ "${1:-}" = "--check" ] && check=1
-[ $check = 1 ] || PKGS="$PKGS $FUZZ_PKGS"
+[ $check = 1 ] || PKGS="$PKGS $FUZZ_PKGS $VDB_PKGS"
 
 have_glad() { "$PYTHON" -c "import glad,sys; sys.exit(glad.__version__ != '$GLAD_VERSION')" 2>/dev/null; }
 

@@ -1,0 +1,99 @@
+#!/bin/sh
+# test_vdb.sh - .vdb files written by Debian's pyopenvdb (tests/vdb/make_vdb.py): info,
+# render, --grid, values and placement equal to the same values as a voxray .npy, the
+# convert round trip read back by pyopenvdb, and bad inputs (exit 1, one stderr line).
+# Run by tests/run_tests.sh (VOXRAY, BUILD set); prints "vdb: N passed, N failed".
+VOXRAY=${VOXRAY:-build/voxray}
+PY=/usr/bin/python3 # Debian's python3-openvdb is for the system interpreter
+T=$(mktemp -d /tmp/voxray-vdb-XXXXXX)
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+finish() {
+    rm -rf "$T"
+    echo "vdb: $pass passed, $fail failed"
+    [ "$fail" -eq 0 ]
+    exit $?
+}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$(pwd)/tests/vdb/lsan.supp:print_suppressions=0"
+
+if ! "$PY" -c 'import pyopenvdb, numpy' 2>/dev/null; then
+    echo "skipped: vdb tests need Debian's python3-openvdb for $PY (tools/install-deps.sh)"
+    finish
+fi
+if ! "$PY" tests/vdb/make_vdb.py "$T"; then bad "make_vdb.py"; finish; fi
+if $VOXRAY info "$T/fog.vdb" 2>&1 | grep -q "built without OpenVDB"; then
+    echo "skipped: $VOXRAY was built without OpenVDB (libopenvdb-dev or libboost-dev missing, or NO_VDB=1)"
+    finish
+fi
+if ! cc -O2 -o "$T/png_compare" tests/png_compare.c -lm; then bad "building tests/png_compare.c"; finish; fi
+
+# info: grid names, kinds, voxel counts, the lattice and the placement
+count=$("$PY" -c "import json; print(json.load(open('$T/fog.json'))['count'])")
+nonzero=$("$PY" -c "import json; print(json.load(open('$T/fog.json'))['nonzero'])")
+$VOXRAY info "$T/multi.vdb" >"$T/info" 2>&1 || bad "info multi.vdb: $(cat "$T/info")"
+for want in "vdb grid:   'density': float, fog volume, $count active voxels" "'temperature': float" \
+            "'Cd': vec3s" "grid:       24 x 24 x 24 (x, y, z), 4 channels" "decoder:    rgba"; do
+    grep -qF "$want" "$T/info" && ok || bad "info multi.vdb lacks '$want'"
+done
+$VOXRAY info "$T/multi.vdb" --grid temperature >"$T/info" 2>&1 &&
+    grep -qF "grid:       8 x 8 x 8 (x, y, z), 1 channel" "$T/info" && ok || bad "info --grid temperature: $(cat "$T/info")"
+$VOXRAY info "$T/levelset.vdb" >"$T/info" 2>&1 && grep -qF "level set" "$T/info" &&
+    grep -qF "channels:    0: [0, 1]" "$T/info" && ok || bad "info levelset.vdb: $(cat "$T/info")"
+
+# values and placement: convert --dense gives the grid.npy and manifest the reader produced
+$VOXRAY convert "$T/fog.vdb" "$T/conv" --dense >/dev/null 2>&1 || bad "convert fog.vdb --dense"
+"$PY" - "$T" <<'PY' && ok || bad "fog.vdb read back: values or placement differ"
+import json, sys
+import numpy as np
+t = sys.argv[1]
+a = np.load(t + "/conv/grid.npy"); b = np.load(t + "/fog_npy/grid.npy")
+m = json.load(open(t + "/conv/scene.json"))["index_to_world"]
+ref = json.load(open(t + "/fog.json"))["i2w"]
+sys.exit(not (a.shape[:3] == b.shape and np.array_equal(a.reshape(b.shape), b) and
+              np.allclose(np.array(m)[:3], np.array(ref), rtol=0, atol=1e-12)))
+PY
+
+# renders: non-blank, and the fog sphere equals the render of the same values as .npy
+R="--size 96x80 --eye 5,0,5.5 --target 2,-2.3,2.25 --up 0,0,1 --fov 40"
+for f in fog multi levelset; do
+    $VOXRAY render "$T/$f.vdb" -o "$T/$f.png" $R >/dev/null 2>&1 || bad "render $f.vdb"
+    "$PY" -c "
+import sys, zlib, struct
+d = open('$T/$f.png', 'rb').read()
+i, raw = 8, b''
+while i < len(d):
+    n, k = struct.unpack('>I4s', d[i:i + 8]); raw += d[i + 8:i + 8 + n] if k == b'IDAT' else b''; i += 12 + n
+sys.exit(len(set(zlib.decompress(raw))) < 8)" && ok || bad "$f.png looks blank"
+done
+$VOXRAY render "$T/fog_npy" -o "$T/fog_npy.png" $R >/dev/null 2>&1 || bad "render fog_npy"
+"$T/png_compare" "$T/fog.png" "$T/fog_npy.png" --tol 1 && ok || bad "fog.vdb render differs from the .npy render"
+
+# convert round trip: .vdb -> voxray sparse -> .vdb, read back by pyopenvdb
+$VOXRAY convert "$T/fog.vdb" "$T/sp" --sparse >/dev/null 2>&1 || bad "convert fog.vdb --sparse"
+$VOXRAY convert "$T/sp" "$T/back.vdb" >/dev/null 2>&1 || bad "convert sparse -> back.vdb"
+"$PY" tests/vdb/check_vdb.py "$T/back.vdb" "$T/fog.vdb" && ok || bad "round trip values/transform"
+$VOXRAY convert "$T/multi.vdb" "$T/col.vdb" >/dev/null 2>&1 &&
+    "$PY" -c "import pyopenvdb as v; g = v.read('$T/col.vdb', 'color'); assert g.activeVoxelCount() == $nonzero" &&
+    ok || bad "convert multi.vdb writes a color grid"
+
+# bad inputs: exit 1 and one line on stderr
+head -c 3000 "$T/fog.vdb" >"$T/trunc.vdb"
+head -c 4000 /dev/urandom >"$T/garbage.vdb"
+printf ' BDV\001\000\000\000garbage' >"$T/magic.vdb"
+bad_input() { # NAME ARGS...
+    name=$1; shift
+    $VOXRAY info "$@" >/dev/null 2>"$T/err"
+    rc=$?
+    [ $rc = 1 ] && [ "$(wc -l <"$T/err")" = 1 ] && ok || bad "$name: rc $rc, stderr: $(cat "$T/err")"
+}
+bad_input truncated "$T/trunc.vdb"
+bad_input garbage "$T/garbage.vdb"
+bad_input magic-only "$T/magic.vdb"
+bad_input unknown-grid "$T/multi.vdb" --grid nope
+bad_input empty-grid "$T/empty.vdb"
+bad_input bool-grid "$T/bool.vdb"
+bad_input absurd-transform "$T/tiny.vdb"
+finish
