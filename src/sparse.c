@@ -256,13 +256,11 @@ static void vx__rethin_flags(const vx_grid *in, const vx_decoder *dec, float thr
                 }
         float lo = INFINITY, hi = -INFINITY;
         if (!all_bg && dec)
-            for (int z = z0 > 0 ? z0 - 1 : 0; z < (z1 < nz ? z1 + 1 : nz); z++)
-                for (int y = y0 > 0 ? y0 - 1 : 0; y < (y1 < ny ? y1 + 1 : ny); y++)
-                    for (int x = x0 > 0 ? x0 - 1 : 0; x < (x1 < nx ? x1 + 1 : nx); x++) {
-                        float v = vx_sparse_voxel(a, x, y, z)[0];
-                        if (v < lo) lo = v;
-                        if (v > hi) hi = v;
-                    }
+            { /* the brick grown by one lattice point (its cells' trilinear footprint) */
+                int q0[3] = {x0 > 0 ? x0 - 1 : 0, y0 > 0 ? y0 - 1 : 0, z0 > 0 ? z0 - 1 : 0};
+                int q1[3] = {x1 < nx ? x1 : nx - 1, y1 < ny ? y1 : ny - 1, z1 < nz ? z1 : nz - 1};
+                vx_sparse_range(a, q0, q1, &lo, &hi);
+            }
         slot[k] = vx_sparse_keep(dec, threshold, bg[0], all_bg, lo, hi) ? 0 : -1;
     }
 }
@@ -423,15 +421,41 @@ void vx_sparse_brick_ranges(const vx_grid *g, float *lo, float *hi) {
             int x0 = bx * VX_BRICK, y0 = by * VX_BRICK, z0 = bz * VX_BRICK;
             int x1 = x0 + vx__span(nx, bx), y1 = y0 + vx__span(ny, by), z1 = z0 + vx__span(nz, bz);
             l = INFINITY; h = -INFINITY;
-            for (int z = z0 > 0 ? z0 - 1 : 0; z < (z1 < nz ? z1 + 1 : nz); z++)
-                for (int y = y0 > 0 ? y0 - 1 : 0; y < (y1 < ny ? y1 + 1 : ny); y++)
-                    for (int x = x0 > 0 ? x0 - 1 : 0; x < (x1 < nx ? x1 + 1 : nx); x++) {
-                        float v = vx_sparse_voxel(a, x, y, z)[0];
-                        if (v < l) l = v;
-                        if (v > h) h = v;
-                    }
+            { /* the brick grown by one lattice point (its cells' trilinear footprint) */
+                int q0[3] = {x0 > 0 ? x0 - 1 : 0, y0 > 0 ? y0 - 1 : 0, z0 > 0 ? z0 - 1 : 0};
+                int q1[3] = {x1 < nx ? x1 : nx - 1, y1 < ny ? y1 : ny - 1, z1 < nz ? z1 : nz - 1};
+                vx_sparse_range(a, q0, q1, &l, &h);
+            }
         }
         lo[k] = l;
         hi[k] = h;
     }
+}
+
+/* The same over sparse bricks: each brick the box touches contributes its voxels in the
+ * box when present, the background once when absent. */
+void vx_sparse_range(const vx_sparse *sp, const int lo[3], const int hi[3], float *mn, float *mx) {
+    int b0[3], b1[3];
+    for (int a = 0; a < 3; a++) { b0[a] = lo[a] >> VX_BRICK_LOG2; b1[a] = hi[a] >> VX_BRICK_LOG2; }
+    for (int bz = b0[2]; bz <= b1[2]; bz++)
+        for (int by = b0[1]; by <= b1[1]; by++)
+            for (int bx = b0[0]; bx <= b1[0]; bx++) {
+                int32_t slot = sp->table[((size_t)bz * sp->bn[1] + by) * sp->bn[0] + bx];
+                if (slot < 0) {
+                    float v = sp->background[0];
+                    *mn = v < *mn ? v : *mn;
+                    *mx = v > *mx ? v : *mx;
+                    continue;
+                }
+                int q0[3] = {vx_maxi(lo[0], bx * VX_BRICK), vx_maxi(lo[1], by * VX_BRICK), vx_maxi(lo[2], bz * VX_BRICK)};
+                int q1[3] = {vx_mini(hi[0], bx * VX_BRICK + VX_BRICK - 1), vx_mini(hi[1], by * VX_BRICK + VX_BRICK - 1),
+                             vx_mini(hi[2], bz * VX_BRICK + VX_BRICK - 1)};
+                for (int z = q0[2]; z <= q1[2]; z++)
+                    for (int y = q0[1]; y <= q1[1]; y++)
+                        for (int x = q0[0]; x <= q1[0]; x++) {
+                            float v = vx_sparse_voxel(sp, x, y, z)[0];
+                            *mn = v < *mn ? v : *mn;
+                            *mx = v > *mx ? v : *mx;
+                        }
+            }
 }

@@ -50,6 +50,11 @@ int vx_sparse_keep(const vx_decoder *dec, float threshold, float bg0, int all_ba
 /* Sparse copy of a dense grid (placement, source and dtype copied; out->data NULL) with
  * the background of vx_sparse_default_background and the rule above (dec may be NULL:
  * only background bricks go). */
+/* Channel-0 min / max over lattice points [lo, hi] (inclusive, per axis, inside the
+ * lattice), folded into *mn / *mx: present bricks give their voxels, an absent brick its
+ * background once. The occupancy grid and the brick drop rule both read ranges this way. */
+void vx_sparse_range(const vx_sparse *s, const int lo[3], const int hi[3], float *mn, float *mx);
+
 int vx_sparse_from_dense(const vx_grid *dense, const vx_decoder *dec, float threshold, vx_grid *out);
 /* Same with an explicit background (nc floats). */
 int vx_sparse_from_dense_bg(const vx_grid *dense, const vx_decoder *dec, float threshold, const float *bg,

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sparse_grid.h"
 #include "vx_common.h"
 
 void vx_render_opts_default(vx_render_opts *o) {
@@ -29,34 +30,6 @@ static void vx__range_dense(const vx_grid *g, const int lo[3], const int hi[3], 
         }
 }
 
-/* The same over sparse bricks: each brick the box touches contributes its voxels in the
- * box when present, the background once when absent. */
-static void vx__range_sparse(const vx_sparse *sp, const int lo[3], const int hi[3], float *mn, float *mx) {
-    int b0[3], b1[3];
-    for (int a = 0; a < 3; a++) { b0[a] = lo[a] >> VX_BRICK_LOG2; b1[a] = hi[a] >> VX_BRICK_LOG2; }
-    for (int bz = b0[2]; bz <= b1[2]; bz++)
-        for (int by = b0[1]; by <= b1[1]; by++)
-            for (int bx = b0[0]; bx <= b1[0]; bx++) {
-                int32_t slot = sp->table[((size_t)bz * sp->bn[1] + by) * sp->bn[0] + bx];
-                if (slot < 0) {
-                    float v = sp->background[0];
-                    *mn = v < *mn ? v : *mn;
-                    *mx = v > *mx ? v : *mx;
-                    continue;
-                }
-                int q0[3] = {vx_maxi(lo[0], bx * VX_BRICK), vx_maxi(lo[1], by * VX_BRICK), vx_maxi(lo[2], bz * VX_BRICK)};
-                int q1[3] = {vx_mini(hi[0], bx * VX_BRICK + VX_BRICK - 1), vx_mini(hi[1], by * VX_BRICK + VX_BRICK - 1),
-                             vx_mini(hi[2], bz * VX_BRICK + VX_BRICK - 1)};
-                for (int z = q0[2]; z <= q1[2]; z++)
-                    for (int y = q0[1]; y <= q1[1]; y++)
-                        for (int x = q0[0]; x <= q1[0]; x++) {
-                            float v = vx_sparse_voxel(sp, x, y, z)[0];
-                            *mn = v < *mn ? v : *mn;
-                            *mx = v > *mx ? v : *mx;
-                        }
-            }
-}
-
 int vx_occupancy_build_cpu(const vx_grid *g, const vx_decoder *d, int cell, unsigned char **occ, int dims[3]) {
     int n[3] = {g->nx, g->ny, g->nz};
     for (int a = 0; a < 3; a++) dims[a] = n[a] > 1 ? (n[a] - 1) / cell + 1 : 1;
@@ -74,7 +47,7 @@ int vx_occupancy_build_cpu(const vx_grid *g, const vx_decoder *d, int cell, unsi
                     hi[a] = vx_mini(c[a] * cell + cell, n[a] - 1);
                 }
                 float mn = INFINITY, mx = -INFINITY;
-                if (sp) vx__range_sparse(sp, lo, hi, &mn, &mx);
+                if (sp) vx_sparse_range(sp, lo, hi, &mn, &mx);
                 else vx__range_dense(g, lo, hi, &mn, &mx);
                 o[((size_t)cz * dims[1] + cy) * dims[0] + cx] = vx_decoder_max_sigma(d, mn, mx) > 0.0f;
             }
