@@ -26,7 +26,15 @@ finish() {
 
 # Mesa's llvmpipe gives OpenGL 3.3 core under Xvfb; a fresh server per run, 24-bit.
 export LIBGL_ALWAYS_SOFTWARE=1
-xrun() { timeout 120 xvfb-run -a -s "-screen 0 1280x1024x24" "$@"; }
+# The command's own exit code, not xvfb-run's: xvfb-run exits non-zero when it cannot clean
+# up its temporary folder (seen once in CI: "problem while cleaning up temporary directory").
+xrun() {
+    rm -f "$T/xrc"
+    timeout 120 xvfb-run -a -s "-screen 0 1280x1024x24" sh -c '"$@"; echo $? >"$0"' "$T/xrc" "$@"
+    xr=$?
+    [ -s "$T/xrc" ] && return "$(cat "$T/xrc")"
+    return $xr
+}
 
 if ! command -v xvfb-run >/dev/null 2>&1; then bad "xvfb-run not found (install xvfb xauth)"; finish; fi
 if ! cc -O2 -o "$CMP" tests/png_compare.c -lm; then bad "building tests/png_compare.c"; finish; fi
