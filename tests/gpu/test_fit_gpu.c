@@ -100,6 +100,27 @@ static void compare_most(const float *a, const float *b, size_t n, double tol, d
     if (bad > allowed) fail_msg("%s: %zu entries differ (last: CPU %.9g GPU %.9g at %zu)", what, bad, a[at], b[at], at);
 }
 
+/* Ray colours: within 1e-5 relative, except where early termination (T < stop) flips.
+ * T is a product over hundreds of samples and the GPU's expf and FMA contractions round
+ * differently, so a ray whose T crosses `stop` within rounding ends one sample earlier on
+ * one side and drops the light behind it: at most stop * T-weighted colour, i.e. below
+ * 2 * stop * scale. Seen on the H200 (2026-12-03, 4 of 80 runs with distinct seeds, always
+ * version 2, one ray each, 2.7e-5 .. 5.3e-5 with stop 1e-4). So: at most 1% of the entries
+ * beyond the tight tolerance, and none beyond the termination bound. */
+static void compare_rays(const float *a, const float *b, size_t n, float stop, const char *what) {
+    double scale = 0, worst = 0;
+    size_t loose = 0, at = 0;
+    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(a[i]));
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)a[i] - b[i]);
+        if (e > 1e-5 * scale + 1e-6) loose++;
+        if (e > worst) { worst = e; at = i; }
+    }
+    print_message("%s: max diff %.3g (scale %.3g) at %zu, %zu beyond 1e-5\n", what, worst, scale, at, loose);
+    if (worst > 2.0 * stop * fmax(scale, 1.0) + 1e-6 || loose > n / 100)
+        fail_msg("%s: CPU %.9g GPU %.9g at %zu (%zu entries beyond 1e-5)", what, a[at], b[at], at, loose);
+}
+
 /* Max weights: each voxel holds the largest T*alpha of any sample whose trilinear
  * footprint gives it a weight > 0. That is a discontinuous function of the ray: when a
  * sample point crosses a lattice plane, or the segment count ceil((t1 - t0) / dt) flips,
@@ -137,7 +158,7 @@ static void test_rays_backward(void **state) {
         float *rc = malloc((size_t)b.n * 3 * sizeof(float)), *rg = malloc((size_t)b.n * 3 * sizeof(float));
         double lc = vx_fit_rays_backward_cpu(&f, &b, rc), lg;
         OK(vx_fit_rays_backward_cuda(g, &b, rg, &lg));
-        compare(rc, rg, (size_t)b.n * 3, 1e-5, 1e-6, "ray colours");
+        compare_rays(rc, rg, (size_t)b.n * 3, f.mp.stop, "ray colours");
         assert_true(fabs(lc - lg) <= 1e-5 * lc + 1e-9);
         memset(&h, 0, sizeof h);
         OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, f.sh_degree, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
