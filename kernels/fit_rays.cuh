@@ -65,7 +65,8 @@ template <int DEG, bool BWD> struct vx_fit_sh_op {
     const vx_fit_index *L;
     const float *data;
     float b[16];                /* SH basis of the ray direction */
-    size_t idx[8];              /* the last sample's corners, weights and colour sums */
+    unsigned idx[8];            /* the last sample's corners (32-bit entries: the storage holds
+                                 * < 2^32 voxels, fit.cu checks), weights and colour sums */
     float w[8], s[3];
     const float *C, *g;         /* backward: forward colour and dL/dC */
     float *grad, *wmax;
@@ -81,7 +82,12 @@ __device__ __forceinline__ float vx_fit_sh_op<DEG, BWD>::sample(void *op, const 
     constexpr int nb = vx_fit_sh<DEG>::nb, NC = vx_fit_sh<DEG>::nc;
     vx_fit_sh_op *f = (vx_fit_sh_op *)op;
     const vx_march_params *m = f->m;
-    vx_fit_corners(f->L, smp->p, f->idx, f->w);
+    {
+        size_t idx[8];
+        vx_fit_corners(f->L, smp->p, idx, f->w);
+#pragma unroll
+        for (int j = 0; j < 8; j++) f->idx[j] = (unsigned)idx[j];
+    }
     float raw0 = 0.0f;
 #pragma unroll
     for (int j = 0; j < 8; j++) raw0 += f->w[j] * __ldg(f->data + f->idx[j] * NC);
