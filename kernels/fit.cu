@@ -25,6 +25,7 @@ struct vx_fit_device {
     vx_fit_model m;             /* metadata only: lattice, box, mp, t (host arrays NULL) */
     float *d_data, *d_grad, *d_m, *d_v, *d_wmax;
     unsigned char *d_alive, *d_occ;
+    int32_t *d_table, *d_bxyz;  /* bricked storage (m.nslots > 0): the brick table and coordinates */
     size_t occ_count;
     unsigned *d_active;         /* indices of the alive voxels, ascending */
     size_t n_active;
@@ -44,11 +45,21 @@ struct vx_fit_device {
     double prof_ms[4];
 };
 
-static size_t vx__nv(const vx_fit_model *m) { return (size_t)m->nx * m->ny * m->nz; }
+static size_t vx__nv(const vx_fit_model *m) { return vx_fit_storage_voxels(m); }
+static size_t vx__entries(const vx_fit_model *m) { return (size_t)m->bn[0] * m->bn[1] * m->bn[2]; }
+
+/* The voxel addressing of the device model (device pointers). */
+static vx_fit_index vx__index(const vx_fit_device *g) {
+    vx_fit_index L;
+    vx_fit_index_of(&g->m, &L);
+    L.table = g->m.nslots ? g->d_table : NULL;
+    L.bxyz = g->m.nslots ? g->d_bxyz : NULL;
+    return L;
+}
 
 /* ---- kernels -------------------------------------------------------------------------------- */
 
-__global__ void vx_fit_rays_backward_kernel(vx_march_params mp, const float *__restrict__ data,
+__global__ void vx_fit_rays_backward_kernel(vx_march_params mp, vx_fit_index L, const float *__restrict__ data,
                                             const unsigned char *__restrict__ occ, const float *__restrict__ origin,
                                             const float *__restrict__ dir, const float *__restrict__ target, int n,
                                             float scale, float *grad, float *wmax, float *rgb_out, float *loss_out) {
@@ -56,28 +67,28 @@ __global__ void vx_fit_rays_backward_kernel(vx_march_params mp, const float *__r
     if (r >= n) return;
     vx_vec3 o = vx_v3(origin[3 * r], origin[3 * r + 1], origin[3 * r + 2]);
     vx_vec3 d = vx_v3(dir[3 * r], dir[3 * r + 1], dir[3 * r + 2]);
-    vx_ray_result fwd = vx_march(&mp, data, occ, o, d);
+    vx_ray_result fwd = vx_fit_march(&mp, &L, data, occ, o, d);
     float g[3];
     loss_out[r] = vx_fit_mse_backward(fwd.rgb, target + 3 * r, scale, g);
-    vx_fit_march_backward(&mp, data, occ, o, d, &fwd, g, grad, wmax, NULL);
+    vx_fit_march_backward(&mp, &L, data, occ, o, d, &fwd, g, grad, wmax, NULL);
     for (int c = 0; c < 3; c++) rgb_out[3 * r + c] = fwd.rgb[c];
 }
 
 /* ---- kernels over the alive voxels ----------------------------------------------------------- */
 
 __global__ void vx_fit_tv_kernel(const float *__restrict__ data, float *grad, const unsigned *__restrict__ active,
-                                 size_t n_active, int nx, int ny, int nz, int nc, float w_sigma, float w_sh,
+                                 size_t n_active, vx_fit_index L, int nc, float w_sigma, float w_sh,
                                  float fraction, unsigned long long seed, float eps, double *term) {
     size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     float t = 0.0f;
     if (k < n_active) {
         size_t iv = active[k];
-        if (vx_fit_tv_selected(seed, iv, fraction)) {
-            int x = (int)(iv % nx), y = (int)((iv / nx) % ny), z = (int)(iv / ((size_t)nx * ny));
+        int x, y, z;
+        if (vx_fit_tv_selected(seed, iv, fraction) && !vx_fit_xyz(&L, iv, &x, &y, &z)) {
             for (int c = 0; c < nc; c++) {
                 float w = c == 0 ? w_sigma : w_sh;
                 if (w == 0.0f) continue;
-                t += w * vx_fit_tv_voxel(data, grad, nx, ny, nz, nc, x, y, z, c, w, eps);
+                t += w * vx_fit_tv_voxel(data, grad, &L, nc, x, y, z, c, w, eps);
             }
         }
     }
@@ -117,12 +128,12 @@ __global__ void vx_fit_adam_kernel(float *data, float *mom, float *var, float *g
 /* Occupancy from the alive voxels: a voxel with positive raw density marks every cell
  * whose footprint holds it (vx_fit_occ_cells); dead voxels are zero and mark nothing. */
 __global__ void vx_fit_occ_kernel(const float *__restrict__ data, const unsigned *__restrict__ active, size_t n_active,
-                                  int nx, int ny, int nc, int b, int ox, int oy, int oz, unsigned char *occ) {
+                                  vx_fit_index L, int nc, int b, int ox, int oy, int oz, unsigned char *occ) {
     size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= n_active) return;
     size_t iv = active[k];
-    if (!(data[iv * nc] > 0.0f)) return;
-    int x = (int)(iv % nx), y = (int)((iv / nx) % ny), z = (int)(iv / ((size_t)nx * ny));
+    int x, y, z;
+    if (!(data[iv * nc] > 0.0f) || vx_fit_xyz(&L, iv, &x, &y, &z)) return;
     int x0, x1, y0, y1, z0, z1;
     vx_fit_occ_cells(x, b, ox, &x0, &x1);
     vx_fit_occ_cells(y, b, oy, &y0, &y1);
@@ -145,36 +156,47 @@ __global__ void vx_fit_prune_kernel(float *data, float *mom, float *var, unsigne
     }
 }
 
-__global__ void vx_fit_bounds_kernel(const unsigned *__restrict__ active, size_t n_active, int nx, int ny, int *bounds) {
+__global__ void vx_fit_bounds_kernel(const unsigned *__restrict__ active, size_t n_active, vx_fit_index L, int *bounds) {
     size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= n_active) return;
-    size_t iv = active[k];
-    int c[3] = {(int)(iv % nx), (int)((iv / nx) % ny), (int)(iv / ((size_t)nx * ny))};
+    int c[3];
+    if (vx_fit_xyz(&L, active[k], &c[0], &c[1], &c[2])) return;
     for (int a = 0; a < 3; a++) {
         atomicMin(bounds + a, c[a]);
         atomicMax(bounds + 3 + a, c[a]);
     }
 }
 
-/* New voxel (x, y, z) sits at old index a*i + b per axis (vx_fit_resample_map); the
- * product and the sum are rounded separately, as the CPU computes them. */
-__global__ void vx_fit_resample_kernel(const float *__restrict__ odata, const unsigned char *__restrict__ oalive,
-                                       int onx, int ony, int onz, float *data, unsigned char *alive, int nx, int ny,
-                                       int nz, int nc, float ax, float ay, float az, float bx, float by, float bz) {
+/* Flag the bricks of the new lattice (n) that hold an alive voxel: one thread per new
+ * lattice point (vx__alloc_live_bricks of fit_cpu.c). */
+__global__ void vx_fit_live_bricks_kernel(vx_fit_index Lo, const unsigned char *__restrict__ oalive, int nx, int ny,
+                                          int nz, int bnx, int bny, vx_fit_affine map, unsigned char *live) {
     size_t iv = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (iv >= (size_t)nx * ny * nz) return;
     int x = (int)(iv % nx), y = (int)((iv / nx) % ny), z = (int)(iv / ((size_t)nx * ny));
-    vx_vec3 p = vx_v3(__fadd_rn(__fmul_rn(ax, (float)x), bx), __fadd_rn(__fmul_rn(ay, (float)y), by),
-                      __fadd_rn(__fmul_rn(az, (float)z), bz));
-    size_t idx[8];
-    float w[8];
-    vx_trilinear_fetch(odata, onx, ony, onz, nc, p, data + iv * nc);
-    vx_fit_corners(onx, ony, onz, p, idx, w);
+    size_t k = ((size_t)(z >> VX_BRICK_LOG2) * bny + (y >> VX_BRICK_LOG2)) * bnx + (x >> VX_BRICK_LOG2);
+    if (!live[k] && vx_fit_resample_alive(&Lo, oalive, vx_fit_resample_point(map.a, map.b, x, y, z))) live[k] = 1;
+}
+
+/* One thread per entry of the new storage: lattice points take the trilinear value of the
+ * old model and its alive rule; other entries (the null brick, points past the lattice)
+ * stay zero and dead. */
+__global__ void vx_fit_resample_kernel(const float *__restrict__ odata, const unsigned char *__restrict__ oalive,
+                                       vx_fit_index Lo, float *data, unsigned char *alive, vx_fit_index Ln, size_t nv,
+                                       int nc, vx_fit_affine map) {
+    size_t iv = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (iv >= nv) return;
+    int x, y, z;
+    float *out = data + iv * nc;
     unsigned char a = 0;
-    for (int j = 0; j < 8; j++) a |= w[j] > 0.0f && oalive[idx[j]];
+    if (!vx_fit_xyz(&Ln, iv, &x, &y, &z)) {
+        vx_vec3 p = vx_fit_resample_point(map.a, map.b, x, y, z);
+        a = (unsigned char)vx_fit_resample_alive(&Lo, oalive, p);
+        if (a) vx_fit_fetch(&Lo, odata, nc, p, out);
+    }
     alive[iv] = a;
     if (!a)
-        for (int c = 0; c < nc; c++) data[iv * nc + c] = 0.0f;
+        for (int c = 0; c < nc; c++) out[c] = 0.0f;
 }
 
 /* ---- host side ------------------------------------------------------------------------------- */
@@ -196,15 +218,22 @@ static int vx__prof_stop(vx_fit_device *g, int k, double t0) {
 static void vx__free_grid(vx_fit_device *g) {
     vx_cuda_free(g->d_data); vx_cuda_free(g->d_grad); vx_cuda_free(g->d_m); vx_cuda_free(g->d_v);
     vx_cuda_free(g->d_wmax); vx_cuda_free(g->d_alive); vx_cuda_free(g->d_occ); vx_cuda_free(g->d_active);
+    vx_cuda_free(g->d_table); vx_cuda_free(g->d_bxyz);
     g->d_data = g->d_grad = g->d_m = g->d_v = g->d_wmax = NULL;
     g->d_alive = g->d_occ = NULL;
+    g->d_table = g->d_bxyz = NULL;
     g->d_active = NULL;
     g->occ_count = g->n_active = 0;
 }
 
+/* Device arrays for g->m's storage (g->m.nslots > 0: bricked, with table and bxyz, whose
+ * contents the caller uploads). */
 static int vx__alloc_grid(vx_fit_device *g) {
     size_t nv = vx__nv(&g->m), n = nv * g->m.nc;
     if (nv > 0xffffffffull) return vx_error("fit: %zu voxels exceed the 32-bit voxel list", nv);
+    if (g->m.nslots && (vx_cuda_alloc((void **)&g->d_table, vx__entries(&g->m) * sizeof(int32_t), "fit brick table") ||
+                        vx_cuda_alloc((void **)&g->d_bxyz, 3 * g->m.nslots * sizeof(int32_t), "fit brick coordinates")))
+        return -1;
     if (vx_cuda_alloc((void **)&g->d_data, n * sizeof(float), "fit parameters") ||
         vx_cuda_alloc((void **)&g->d_grad, n * sizeof(float), "fit gradient") ||
         vx_cuda_alloc((void **)&g->d_m, n * sizeof(float), "fit Adam moments") ||
@@ -258,6 +287,8 @@ static int vx__create(vx_fit_device *g, const vx_fit_model *f, int max_batch) {
         vx_cuda_upload(g->d_v, f->adam_v, n * sizeof(float)) ||
         vx_cuda_upload(g->d_grad, f->grad, n * sizeof(float)) ||
         vx_cuda_upload(g->d_wmax, f->wmax, nv * sizeof(float)) || vx_cuda_upload(g->d_alive, f->alive, nv) ||
+        (f->nslots && (vx_cuda_upload(g->d_table, f->table, vx__entries(f) * sizeof(int32_t)) ||
+                       vx_cuda_upload(g->d_bxyz, f->bxyz, 3 * f->nslots * sizeof(int32_t)))) ||
         vx_cuda_alloc((void **)&g->d_origin, nb * 3 * sizeof(float), "fit ray origins") ||
         vx_cuda_alloc((void **)&g->d_dir, nb * 3 * sizeof(float), "fit ray directions") ||
         vx_cuda_alloc((void **)&g->d_target, nb * 3 * sizeof(float), "fit ray targets") ||
@@ -277,6 +308,8 @@ extern "C" int vx_fit_model_upload_cuda(vx_fit_device **out, const vx_fit_model 
     g->m = *f;
     g->m.data = g->m.grad = g->m.adam_m = g->m.adam_v = g->m.wmax = NULL;
     g->m.alive = g->m.occ = NULL;
+    g->m.table = g->m.bxyz = NULL;
+    memset(&g->m.view, 0, sizeof g->m.view);
     g->m.mp.occ_b = 0; /* occupancy is rebuilt on the device by vx_fit_occupancy_build_cuda */
     g->max_batch = max_batch;
     g->version = 2;
@@ -303,12 +336,15 @@ static int vx__download(const vx_fit_device *g, vx_fit_model *f, int all) {
     if (f->nc != g->m.nc) return vx_error("fit: host model has %d channels, the device %d", f->nc, g->m.nc);
     memcpy(f->box_lo, g->m.box_lo, sizeof f->box_lo);
     memcpy(f->box_hi, g->m.box_hi, sizeof f->box_hi);
-    if (f->nx != g->m.nx || f->ny != g->m.ny || f->nz != g->m.nz) {
+    if (f->nx != g->m.nx || f->ny != g->m.ny || f->nz != g->m.nz || f->nslots != g->m.nslots) {
         int res[3] = {g->m.nx, g->m.ny, g->m.nz};
-        if (vx_fit_model_resize_cpu(f, res)) return -1;
+        if (vx_fit_model_resize_cpu(f, res, g->m.nslots)) return -1;
     } else if (vx_fit_update_params(f, f->mp.stop)) {
         return -1;
     }
+    if (f->nslots && (vx_cuda_download(f->table, g->d_table, vx__entries(f) * sizeof(int32_t)) ||
+                      vx_cuda_download(f->bxyz, g->d_bxyz, 3 * f->nslots * sizeof(int32_t))))
+        return -1;
     size_t nv = vx__nv(f), n = nv * f->nc;
     if (!all && f->grad) { /* a parameters-only copy (to write or render): drop what it never uses */
         free(f->grad); free(f->adam_m); free(f->adam_v); free(f->wmax);
@@ -367,12 +403,13 @@ static int vx__rays_v2(vx_fit_device *g, const vx_fit_ray_src *src, int n, float
     float scale = 1.0f / (3.0f * (float)n);
     const unsigned char *occ = g->m.mp.occ_b ? g->d_occ : NULL;
     float *wmax = g->m.track_wmax ? g->d_wmax : NULL;
+    vx_fit_index L = vx__index(g);
     if (vx_cuda_zero(g->d_sum, sizeof(double))) return -1;
     switch (g->m.sh_degree) {
-    case 0: vx_fit_rays_v2_kernel<0><<<blocks, bs>>>(g->m.mp, g->d_data, occ, *src, n, scale, g->d_grad, wmax, d_rgb, g->d_sum); break;
-    case 1: vx_fit_rays_v2_kernel<1><<<blocks, bs>>>(g->m.mp, g->d_data, occ, *src, n, scale, g->d_grad, wmax, d_rgb, g->d_sum); break;
-    case 2: vx_fit_rays_v2_kernel<2><<<blocks, bs>>>(g->m.mp, g->d_data, occ, *src, n, scale, g->d_grad, wmax, d_rgb, g->d_sum); break;
-    case 3: vx_fit_rays_v2_kernel<3><<<blocks, bs>>>(g->m.mp, g->d_data, occ, *src, n, scale, g->d_grad, wmax, d_rgb, g->d_sum); break;
+    case 0: vx_fit_rays_v2_kernel<0><<<blocks, bs>>>(g->m.mp, L, g->d_data, occ, *src, n, scale, g->d_grad, wmax, d_rgb, g->d_sum); break;
+    case 1: vx_fit_rays_v2_kernel<1><<<blocks, bs>>>(g->m.mp, L, g->d_data, occ, *src, n, scale, g->d_grad, wmax, d_rgb, g->d_sum); break;
+    case 2: vx_fit_rays_v2_kernel<2><<<blocks, bs>>>(g->m.mp, L, g->d_data, occ, *src, n, scale, g->d_grad, wmax, d_rgb, g->d_sum); break;
+    case 3: vx_fit_rays_v2_kernel<3><<<blocks, bs>>>(g->m.mp, L, g->d_data, occ, *src, n, scale, g->d_grad, wmax, d_rgb, g->d_sum); break;
     default: return vx_error("fit: SH degree %d has no CUDA kernel", g->m.sh_degree);
     }
     VX_LAUNCH_CHECK("vx_fit_rays_v2_kernel");
@@ -395,7 +432,7 @@ extern "C" int vx_fit_rays_backward_cuda(vx_fit_device *g, const vx_fit_batch *b
     } else {
         int bs = 128;
         vx_fit_rays_backward_kernel<<<vx_ceil_div((size_t)b->n, bs), bs>>>(
-            g->m.mp, g->d_data, g->m.mp.occ_b ? g->d_occ : NULL, g->d_origin, g->d_dir, g->d_target, b->n,
+            g->m.mp, vx__index(g), g->d_data, g->m.mp.occ_b ? g->d_occ : NULL, g->d_origin, g->d_dir, g->d_target, b->n,
             1.0f / (3.0f * (float)b->n), g->d_grad, g->m.track_wmax ? g->d_wmax : NULL, g->d_rgb, g->d_loss);
         VX_LAUNCH_CHECK("vx_fit_rays_backward_kernel");
         if (vx_cuda_download(g->h_loss, g->d_loss, (size_t)b->n * sizeof(float))) return -1;
@@ -431,12 +468,13 @@ extern "C" int vx_fit_render_view_cuda(vx_fit_device *g, const vx_camera *c, flo
         g->render_cap = n;
     }
     dim3 bs(16, 8), grid(vx_ceil_div((size_t)c->width, 16), vx_ceil_div((size_t)c->height, 8));
+    vx_fit_index L = vx__index(g);
     const unsigned char *occ = g->m.mp.occ_b ? g->d_occ : NULL;
     switch (g->m.sh_degree) {
-    case 0: vx_fit_render_kernel<0><<<grid, bs>>>(g->m.mp, g->d_data, occ, *c, g->d_render); break;
-    case 1: vx_fit_render_kernel<1><<<grid, bs>>>(g->m.mp, g->d_data, occ, *c, g->d_render); break;
-    case 2: vx_fit_render_kernel<2><<<grid, bs>>>(g->m.mp, g->d_data, occ, *c, g->d_render); break;
-    case 3: vx_fit_render_kernel<3><<<grid, bs>>>(g->m.mp, g->d_data, occ, *c, g->d_render); break;
+    case 0: vx_fit_render_kernel<0><<<grid, bs>>>(g->m.mp, L, g->d_data, occ, *c, g->d_render); break;
+    case 1: vx_fit_render_kernel<1><<<grid, bs>>>(g->m.mp, L, g->d_data, occ, *c, g->d_render); break;
+    case 2: vx_fit_render_kernel<2><<<grid, bs>>>(g->m.mp, L, g->d_data, occ, *c, g->d_render); break;
+    case 3: vx_fit_render_kernel<3><<<grid, bs>>>(g->m.mp, L, g->d_data, occ, *c, g->d_render); break;
     default: return vx_error("fit: SH degree %d has no CUDA kernel", g->m.sh_degree);
     }
     VX_LAUNCH_CHECK("vx_fit_render_kernel");
@@ -451,8 +489,8 @@ extern "C" int vx_fit_tv_backward_cuda(vx_fit_device *g, float w_sigma, float w_
     double *d_term = term ? g->d_sum + 1 : NULL;
     if (d_term && vx_cuda_zero(d_term, sizeof(double))) return -1;
     int bs = 256;
-    vx_fit_tv_kernel<<<vx_ceil_div(g->n_active, bs), bs>>>(g->d_data, g->d_grad, g->d_active, g->n_active, g->m.nx,
-                                                            g->m.ny, g->m.nz, g->m.nc, w_sigma, w_sh, fraction, seed,
+    vx_fit_tv_kernel<<<vx_ceil_div(g->n_active, bs), bs>>>(g->d_data, g->d_grad, g->d_active, g->n_active, vx__index(g),
+                                                            g->m.nc, w_sigma, w_sh, fraction, seed,
                                                             eps, d_term);
     VX_LAUNCH_CHECK("vx_fit_tv_kernel");
     if (term && vx_cuda_download(term, d_term, sizeof(double))) return -1;
@@ -498,7 +536,7 @@ extern "C" int vx_fit_occupancy_build_cuda(vx_fit_device *g, int cell) {
     if (vx_cuda_zero(g->d_occ, count)) return -1;
     if (g->n_active) {
         int bs = 256;
-        vx_fit_occ_kernel<<<vx_ceil_div(g->n_active, bs), bs>>>(g->d_data, g->d_active, g->n_active, g->m.nx, g->m.ny,
+        vx_fit_occ_kernel<<<vx_ceil_div(g->n_active, bs), bs>>>(g->d_data, g->d_active, g->n_active, vx__index(g),
                                                                  g->m.nc, cell, mp->occ_n[0], mp->occ_n[1],
                                                                  mp->occ_n[2], g->d_occ);
         VX_LAUNCH_CHECK("vx_fit_occ_kernel");
@@ -536,11 +574,59 @@ extern "C" int vx_fit_alive_bounds_cuda(vx_fit_device *g, int lo[3], int hi[3], 
     int init[6] = {2147483647, 2147483647, 2147483647, -1, -1, -1}, b[6];
     if (vx_cuda_upload(g->d_bounds, init, sizeof init)) return -1;
     int bs = 256;
-    vx_fit_bounds_kernel<<<vx_ceil_div(g->n_active, bs), bs>>>(g->d_active, g->n_active, g->m.nx, g->m.ny, g->d_bounds);
+    vx_fit_bounds_kernel<<<vx_ceil_div(g->n_active, bs), bs>>>(g->d_active, g->n_active, vx__index(g), g->d_bounds);
     VX_LAUNCH_CHECK("vx_fit_bounds_kernel");
     if (vx_cuda_download(b, g->d_bounds, sizeof b)) return -1;
     for (int a = 0; a < 3; a++) { lo[a] = b[a]; hi[a] = b[3 + a]; }
     return 0;
+}
+
+/* Bricked storage for g's new lattice (already in g->m) with exactly the bricks that hold
+ * an alive voxel of the old model (Lo, d_oalive, through map): flags on the device, the
+ * table built on the host in table order (as fit_cpu.c does), then uploaded. */
+static int vx__alloc_live_bricks(vx_fit_device *g, const vx_fit_index *Lo, const unsigned char *d_oalive,
+                                 const vx_fit_affine *map) {
+    int bn[3] = {(g->m.nx + VX_BRICK - 1) / VX_BRICK, (g->m.ny + VX_BRICK - 1) / VX_BRICK,
+                 (g->m.nz + VX_BRICK - 1) / VX_BRICK};
+    size_t entries = (size_t)bn[0] * bn[1] * bn[2], nl = (size_t)g->m.nx * g->m.ny * g->m.nz;
+    unsigned char *d_live = NULL, *live = (unsigned char *)vx_malloc(entries, "fit live-brick flags");
+    int32_t *table = (int32_t *)vx_calloc(entries, sizeof(int32_t), "fit brick table");
+    int32_t *bxyz = NULL;
+    int rc = -1;
+    if (!live || !table || vx_cuda_alloc((void **)&d_live, entries, "fit live-brick flags") ||
+        vx_cuda_zero(d_live, entries))
+        goto done;
+    {
+        int bs = 256;
+        vx_fit_live_bricks_kernel<<<vx_ceil_div(nl, bs), bs>>>(*Lo, d_oalive, g->m.nx, g->m.ny, g->m.nz, bn[0], bn[1],
+                                                                *map, d_live);
+        if (VX_LAUNCH_STATUS("vx_fit_live_bricks_kernel") || vx_cuda_download(live, d_live, entries)) goto done;
+    }
+    {
+        size_t nslots = 1;
+        for (size_t k = 0; k < entries; k++) nslots += live[k];
+        bxyz = (int32_t *)vx_calloc(3 * nslots, sizeof(int32_t), "fit brick coordinates");
+        if (!bxyz) goto done;
+        int32_t slot = 1;
+        for (size_t k = 0; k < entries; k++) {
+            if (!live[k]) continue;
+            table[k] = slot;
+            bxyz[3 * slot] = (int32_t)(k % bn[0]);
+            bxyz[3 * slot + 1] = (int32_t)((k / bn[0]) % bn[1]);
+            bxyz[3 * slot + 2] = (int32_t)(k / ((size_t)bn[0] * bn[1]));
+            slot++;
+        }
+        for (int a = 0; a < 3; a++) g->m.bn[a] = bn[a];
+        g->m.nslots = nslots;
+        if (vx__alloc_grid(g) || vx_cuda_upload(g->d_table, table, entries * sizeof(int32_t)) ||
+            vx_cuda_upload(g->d_bxyz, bxyz, 3 * nslots * sizeof(int32_t)))
+            goto done;
+    }
+    rc = 0;
+done:
+    vx_cuda_free(d_live);
+    free(live); free(table); free(bxyz);
+    return rc;
 }
 
 extern "C" int vx_fit_resample_cuda(vx_fit_device *g, const double lo[3], const double hi[3], const int res[3]) {
@@ -549,27 +635,31 @@ extern "C" int vx_fit_resample_cuda(vx_fit_device *g, const double lo[3], const 
         if (!(hi[a] > lo[a])) return vx_error("fit: resample box is empty on axis %d", a);
     if (res[0] < 1 || res[1] < 1 || res[2] < 1 || res[0] > 4096 || res[1] > 4096 || res[2] > 4096 ||
         vx_mul_size4((size_t)res[0], (size_t)res[1], (size_t)res[2], (size_t)g->m.nc, &nv) ||
-        nv > VX_MAX_GRID_BYTES / sizeof(float))
+        (!g->m.sparse_fit && nv > VX_MAX_GRID_BYTES / sizeof(float)))
         return vx_error("fit: cannot resample to %dx%dx%d", res[0], res[1], res[2]);
-    float a[3], b[3];
-    vx_fit_resample_map(&g->m, lo, hi, res, a, b);
+    vx_fit_affine map;
+    vx_fit_resample_map(&g->m, lo, hi, res, map.a, map.b);
     vx_fit_device old = *g;
+    vx_fit_index Lo = vx__index(&old);
     g->m.nx = res[0]; g->m.ny = res[1]; g->m.nz = res[2];
+    for (int a = 0; a < 3; a++) g->m.bn[a] = (res[a] + VX_BRICK - 1) / VX_BRICK;
+    g->m.nslots = 0;
     memcpy(g->m.box_lo, lo, sizeof g->m.box_lo);
     memcpy(g->m.box_hi, hi, sizeof g->m.box_hi);
     g->d_data = g->d_grad = g->d_m = g->d_v = g->d_wmax = NULL;
     g->d_alive = g->d_occ = NULL;
+    g->d_table = g->d_bxyz = NULL;
     g->d_active = NULL;
     g->occ_count = g->n_active = 0;
-    if (vx__alloc_grid(g)) {
+    if (g->m.sparse_fit ? vx__alloc_live_bricks(g, &Lo, old.d_alive, &map) : vx__alloc_grid(g)) {
         vx__free_grid(g);
         *g = old;
         return -1;
     }
     int bs = 256;
-    vx_fit_resample_kernel<<<vx_ceil_div(vx__nv(&g->m), bs), bs>>>(old.d_data, old.d_alive, old.m.nx, old.m.ny,
-                                                                   old.m.nz, g->d_data, g->d_alive, g->m.nx, g->m.ny,
-                                                                   g->m.nz, g->m.nc, a[0], a[1], a[2], b[0], b[1], b[2]);
+    size_t nn = vx__nv(&g->m);
+    vx_fit_resample_kernel<<<vx_ceil_div(nn, bs), bs>>>(old.d_data, old.d_alive, Lo, g->d_data, g->d_alive,
+                                                        vx__index(g), nn, g->m.nc, map);
     /* the old grid is read until the kernel ends: wait (checked) before freeing it */
     int rc = VX_LAUNCH_STATUS("vx_fit_resample_kernel") || vx_cuda_sync() ? -1 : 0;
     vx__free_grid(&old);

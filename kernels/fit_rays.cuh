@@ -62,9 +62,11 @@ __device__ __forceinline__ void vx_fit_scatter_voxel(float *grad, size_t v, floa
  * coefficients never materialise. visit() (backward only) scatters dL/dgrid. */
 template <int DEG, bool BWD> struct vx_fit_sh_op {
     const vx_march_params *m;
+    const vx_fit_index *L;
     const float *data;
     float b[16];                /* SH basis of the ray direction */
-    size_t idx[8];              /* the last sample's corners, weights and colour sums */
+    unsigned idx[8];            /* the last sample's corners (32-bit entries: the storage holds
+                                 * < 2^32 voxels, fit.cu checks), weights and colour sums */
     float w[8], s[3];
     const float *C, *g;         /* backward: forward colour and dL/dC */
     float *grad, *wmax;
@@ -80,7 +82,12 @@ __device__ __forceinline__ float vx_fit_sh_op<DEG, BWD>::sample(void *op, const 
     constexpr int nb = vx_fit_sh<DEG>::nb, NC = vx_fit_sh<DEG>::nc;
     vx_fit_sh_op *f = (vx_fit_sh_op *)op;
     const vx_march_params *m = f->m;
-    vx_fit_corners(m->nx, m->ny, m->nz, smp->p, f->idx, f->w);
+    {
+        size_t idx[8];
+        vx_fit_corners(f->L, smp->p, idx, f->w);
+#pragma unroll
+        for (int j = 0; j < 8; j++) f->idx[j] = (unsigned)idx[j];
+    }
     float raw0 = 0.0f;
 #pragma unroll
     for (int j = 0; j < 8; j++) raw0 += f->w[j] * __ldg(f->data + f->idx[j] * NC);
@@ -117,22 +124,25 @@ __device__ __forceinline__ void vx_fit_sh_op<DEG, BWD>::visit(void *op, const vx
     for (int c = 0; c < 3; c++) gc[c] = f->s[c] + 0.5f > 0.0f ? wk * f->g[c] : 0.0f;
 #pragma unroll
     for (int j = 0; j < 8; j++)
-        if (f->w[j] != 0.0f) vx_fit_scatter_voxel<DEG>(f->grad, f->idx[j], f->w[j], draw0, gc, f->b);
+        if (f->w[j] != 0.0f && !vx_fit_is_null(f->L, f->idx[j]))
+            vx_fit_scatter_voxel<DEG>(f->grad, f->idx[j], f->w[j], draw0, gc, f->b);
     if (f->wmax && wk > 0.0f)
 #pragma unroll
         for (int j = 0; j < 8; j++)
-            if (f->w[j] > 0.0f) vx_fit_max(f->wmax + f->idx[j], wk);
+            if (f->w[j] > 0.0f && !vx_fit_is_null(f->L, f->idx[j])) vx_fit_max(f->wmax + f->idx[j], wk);
 }
 
 /* One ray. BWD false: forward only, writes the composited colour to C. Otherwise C is
  * the forward colour and g = dL/dC: marches again and scatters dL/dgrid into grad (and
  * raises wmax when not NULL). */
 template <int DEG, bool BWD>
-__device__ __forceinline__ void vx_fit_march_t(const vx_march_params &m, const float *__restrict__ data,
+__device__ __forceinline__ void vx_fit_march_t(const vx_march_params &m, const vx_fit_index &L,
+                                               const float *__restrict__ data,
                                                const unsigned char *__restrict__ occ, vx_vec3 o, vx_vec3 d, float *C,
                                                const float *g, float *grad, float *wmax) {
     vx_fit_sh_op<DEG, BWD> f;
     f.m = &m;
+    f.L = &L;
     f.data = data;
     vx_sh_basis(DEG, d, f.b);
     f.C = C;
@@ -150,7 +160,7 @@ __device__ __forceinline__ void vx_fit_march_t(const vx_march_params &m, const f
  * 3 blocks; capped at 128 it spills 48 bytes (sm_90, docs/BENCHMARKS.md has the timings). */
 template <int DEG>
 __global__ void __launch_bounds__(128, DEG == 3 ? 3 : 4)
-vx_fit_rays_v2_kernel(vx_march_params mp, const float *__restrict__ data, const unsigned char *__restrict__ occ,
+vx_fit_rays_v2_kernel(vx_march_params mp, vx_fit_index L, const float *__restrict__ data, const unsigned char *__restrict__ occ,
                       vx_fit_ray_src src, int n, float scale, float *grad, float *wmax, float *rgb_out,
                       double *loss_sum) {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
@@ -169,9 +179,9 @@ vx_fit_rays_v2_kernel(vx_march_params mp, const float *__restrict__ data, const 
             target = src.target + 3 * r;
         }
         float C[3], g[3], tg[3] = {__ldg(target), __ldg(target + 1), __ldg(target + 2)};
-        vx_fit_march_t<DEG, false>(mp, data, occ, o, d, C, NULL, NULL, NULL);
+        vx_fit_march_t<DEG, false>(mp, L, data, occ, o, d, C, NULL, NULL, NULL);
         l = vx_fit_mse_backward(C, tg, scale, g);
-        vx_fit_march_t<DEG, true>(mp, data, occ, o, d, C, g, grad, wmax);
+        vx_fit_march_t<DEG, true>(mp, L, data, occ, o, d, C, g, grad, wmax);
         if (rgb_out)
             for (int c = 0; c < 3; c++) rgb_out[3 * r + c] = C[c];
     }
@@ -189,14 +199,14 @@ vx_fit_rays_v2_kernel(vx_march_params mp, const float *__restrict__ data, const 
 
 /* Forward render of one camera, one thread per pixel (validation while training). */
 template <int DEG>
-__global__ void vx_fit_render_kernel(vx_march_params mp, const float *__restrict__ data,
+__global__ void vx_fit_render_kernel(vx_march_params mp, vx_fit_index L, const float *__restrict__ data,
                                      const unsigned char *__restrict__ occ, vx_camera cam, float *rgb) {
     int px = blockIdx.x * blockDim.x + threadIdx.x, py = blockIdx.y * blockDim.y + threadIdx.y;
     if (px >= cam.width || py >= cam.height) return;
     vx_vec3 o, d;
     vx_camera_ray(&cam, (float)px + 0.5f, (float)py + 0.5f, &o, &d);
     float C[3];
-    vx_fit_march_t<DEG, false>(mp, data, occ, o, d, C, NULL, NULL, NULL);
+    vx_fit_march_t<DEG, false>(mp, L, data, occ, o, d, C, NULL, NULL, NULL);
     float *out = rgb + ((size_t)py * cam.width + px) * 3;
     out[0] = C[0]; out[1] = C[1]; out[2] = C[2];
 }

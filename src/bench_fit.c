@@ -20,12 +20,13 @@
 #endif
 
 static void vx__bench_fit_usage(FILE *o) {
-    fprintf(o, "usage: voxray bench fit SCENE DATASET [--batch RAYS] [--steps K] [--downscale F]\n"
+    fprintf(o, "usage: voxray bench fit SCENE DATASET [--batch RAYS] [--steps K] [--downscale F] [--dense]\n"
                "Times the `voxray fit` steps on the CUDA device with SCENE (a scene `voxray fit`\n"
                "wrote: sh decoder, relu density) as the model and DATASET's training views (every\n"
                "8th held out, as fit does): median ms per step over K steps (default 20) of RAYS\n"
                "rays (default 131072) for ray kernel versions 1 and 2, TV, Adam, occupancy and a\n"
-               "whole step.\n");
+               "whole step. The model is held as training holds it after the first stage: 8^3\n"
+               "bricks with alive voxels only (--dense: the whole lattice, as before bricked training).\n");
 }
 
 #ifdef VX_HAVE_CUDA
@@ -114,7 +115,7 @@ static int vx__occ(vx_fit_device *g, void *ctx, int k) {
 
 int vx_bench_fit(int argc, char **argv) {
     const char *scene = NULL, *dataset = NULL;
-    int batch = 131072, steps = 20, downscale = 1;
+    int batch = 131072, steps = 20, downscale = 1, dense = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int bad = 0;
@@ -123,7 +124,8 @@ int vx_bench_fit(int argc, char **argv) {
             fprintf(stderr, "voxray bench fit: %s needs a value\n", a);
             return 2;
         }
-        if (!strcmp(a, "--batch")) bad = vx_parse_int(a, argv[++i], 1, 1 << 24, &batch);
+        if (!strcmp(a, "--dense")) dense = 1;
+        else if (!strcmp(a, "--batch")) bad = vx_parse_int(a, argv[++i], 1, 1 << 24, &batch);
         else if (!strcmp(a, "--steps")) bad = vx_parse_int(a, argv[++i], 1, 100000, &steps);
         else if (!strcmp(a, "--downscale")) bad = vx_parse_int(a, argv[++i], 1, 64, &downscale);
         else if (a[0] == '-' && a[1]) { fprintf(stderr, "voxray bench fit: unknown option '%s'\n", a); return 2; }
@@ -154,7 +156,11 @@ int vx_bench_fit(int argc, char **argv) {
         return 1;
     }
     double copy_gbs = 0.0;
-    if (vx__model_from_scene(&s, &f) || vx_dataset_load(dataset, "train", downscale, &all) ||
+    int res[3];
+    if (vx__model_from_scene(&s, &f)) goto done;
+    res[0] = f.nx; res[1] = f.ny; res[2] = f.nz;
+    f.sparse_fit = !dense; /* the identity resample keeps every value and makes the bricks */
+    if ((!dense && vx_fit_resample_cpu(&f, f.box_lo, f.box_hi, res)) || vx_dataset_load(dataset, "train", downscale, &all) ||
         vx_dataset_holdout(&all, 8, &train, &held) || vx_fit_batch_alloc(&b, batch) ||
         vx_fit_model_upload_cuda(&g, &f, batch) || vx_fit_views_upload_cuda(g, &train) || vx_fit_update_params_cuda(g, 1e-4f) ||
         vx_fit_occupancy_build_cuda(g, 8) || vx_bench_copy_bandwidth(&copy_gbs))
@@ -165,6 +171,9 @@ int vx_bench_fit(int argc, char **argv) {
     size_t alive = vx_fit_alive_count_cuda(g), nv = (size_t)f.nx * f.ny * f.nz;
     printf("bench fit: %s, %dx%dx%d x %d channels, %zu of %zu voxels alive; %d views %dx%d; %s\n", scene, f.nx, f.ny,
            f.nz, f.nc, alive, nv, train.n, train.width, train.height, info);
+    printf("storage: %s, %zu voxel entries, %.2f GiB of parameters, gradient and moments\n",
+           f.table ? "8^3 bricks with alive voxels" : "dense lattice", vx_fit_storage_voxels(&f),
+           (double)vx_fit_storage_voxels(&f) * f.nc * 16 / 1073741824.0);
     printf("copy bandwidth (device to device, read + write): %.0f GB/s\n", copy_gbs);
     printf("  %-46s %10s %14s %10s\n", "step", "ms/step", "rays/s", "GB/s");
     struct { const char *name; vx__step_fn fn; int rays; double bytes; } rows[] = {

@@ -10,6 +10,7 @@
 
 #include "dataset.h"
 #include "render.h"
+#include "sparse.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -50,7 +51,27 @@ typedef struct {
     vx_march_params mp;         /* march parameters for the current lattice */
     int track_wmax;             /* raise wmax in the ray backward (1 after init; the training loop
                                  * turns it on only while pruning statistics are collected) */
+    /* Storage. table == NULL: dense, voxel (x, y, z) is entry (z*ny + y)*nx + x of every
+     * per-voxel array. Otherwise bricked (sparse): 8^3-voxel bricks in pool slots, voxel
+     * (x, y, z) is entry slot*512 + local (vx_fit_vid), the slot from table (bn[0]*bn[1]*bn[2]
+     * entries, brick order of sparse.h). Slot 0 is the null brick: every absent brick maps
+     * to it, it holds zeros and is never alive, so reads need no branch and a pruned region
+     * costs no memory. bxyz[3*slot] holds each slot's brick coordinates. */
+    int32_t *table, *bxyz;
+    int bn[3];
+    size_t nslots;              /* pool slots, the null brick included */
+    int sparse_fit;             /* resampling makes bricked storage holding only the bricks
+                                 * with alive voxels (set before training; 0: stay dense) */
+    vx_sparse view;             /* bricked: the pool as a vx_sparse (renderer, CPU fetch) */
 } vx_fit_model;
+
+/* Entries of every per-voxel array (alive, wmax; data etc. hold nc floats per entry):
+ * nx*ny*nz dense, nslots*512 bricked (nslots > 0 marks bricked storage, also in the
+ * metadata copy of a device model, whose table pointer is NULL). */
+size_t vx_fit_storage_voxels(const vx_fit_model *f);
+/* The voxel addressing of f (lattice, table) for fit_march.h's VX_HD helpers. */
+struct vx_fit_index_s;
+void vx_fit_index_of(const vx_fit_model *f, struct vx_fit_index_s *ix);
 
 /* Invariant of every step: a voxel that is not alive holds zero in every channel (prune
  * and resample zero it), so the occupancy grid can be built from the alive voxels alone. */
@@ -108,7 +129,9 @@ size_t vx_fit_prune_cpu(vx_fit_model *f, float thresh);
 /* Trilinear resampling onto a res lattice in the world box [lo, hi] (cell-centred; points
  * outside the old box take the border values): the new voxel centre i sits at old index
  * a*i + b per axis (vx_fit_resample_map). Adam moments restart at zero; a new voxel is
- * alive when any of the old voxels it interpolates from was, else it is zero. */
+ * alive when any of the old voxels it interpolates from was, else it is zero. With
+ * f->sparse_fit the new storage is bricked and holds only the bricks with an alive voxel
+ * (the same values, alive flags and steps as the dense result: tests/test_fit.c). */
 int vx_fit_resample_cpu(vx_fit_model *f, const double lo[3], const double hi[3], const int res[3]);
 /* The same box at a new resolution (coarse to fine without cropping). */
 int vx_fit_upsample_cpu(vx_fit_model *f, const int res[3]);
@@ -127,9 +150,11 @@ size_t vx_fit_alive_bounds_cpu(const vx_fit_model *f, int lo[3], int hi[3]);
 int vx_fit_crop_box(const vx_fit_model *f, const int ilo[3], const int ihi[3], int margin, double voxel,
                     double lo[3], double hi[3], int res[3]);
 
-/* Reallocate every array at res, zeroed and all alive (the CUDA download uses it when the
- * device grid was upsampled; the old contents are dropped first, so peak memory is 1x). */
-int vx_fit_model_resize_cpu(vx_fit_model *f, const int res[3]);
+/* Reallocate every array at res, zeroed: dense and all alive (nslots 0), or bricked with
+ * nslots pool slots, all dead, every table entry the null brick (the CUDA download uses it
+ * when the device grid was resampled, then fills table, bxyz and the arrays; the old
+ * contents are dropped first, so peak memory is 1x). */
+int vx_fit_model_resize_cpu(vx_fit_model *f, const int res[3], size_t nslots);
 
 /* How `voxray fit` writes its scene: sparse bricks in float16 (the default), sparse float32,
  * or the dense float32 grid.npy of earlier versions. */

@@ -69,23 +69,63 @@ void vx_fit_sample_batch(const vx_dataset *d, uint64_t seed, vx_fit_batch *b) {
 
 /* ---- model ------------------------------------------------------------------------------ */
 
-static size_t vx__voxels(const vx_fit_model *f) { return (size_t)f->nx * f->ny * f->nz; }
+size_t vx_fit_storage_voxels(const vx_fit_model *f) {
+    return f->nslots ? f->nslots * VX_BRICK_VOXELS : (size_t)f->nx * f->ny * f->nz;
+}
+
+void vx_fit_index_of(const vx_fit_model *f, vx_fit_index *ix) {
+    ix->nx = f->nx; ix->ny = f->ny; ix->nz = f->nz;
+    for (int a = 0; a < 3; a++) ix->bn[a] = f->bn[a];
+    ix->table = f->table;
+    ix->bxyz = f->bxyz;
+}
 
 static void vx__free_arrays(vx_fit_model *f) {
     free(f->data); free(f->grad); free(f->adam_m); free(f->adam_v);
-    free(f->alive); free(f->wmax); free(f->occ);
+    free(f->alive); free(f->wmax); free(f->occ); free(f->table); free(f->bxyz);
     f->data = f->grad = f->adam_m = f->adam_v = f->wmax = NULL;
     f->alive = f->occ = NULL;
+    f->table = f->bxyz = NULL;
+    f->nslots = 0;
+    memset(&f->view, 0, sizeof f->view);
 }
 
-/* Allocate every array for nx*ny*nz voxels of f->nc channels (zeroed). */
-static int vx__alloc_arrays(vx_fit_model *f) {
+/* The vx_sparse face of bricked storage (every table entry a slot, the null brick too). */
+static void vx__set_view(vx_fit_model *f) {
+    memset(&f->view, 0, sizeof f->view);
+    if (!f->table) return;
+    for (int a = 0; a < 3; a++) f->view.bn[a] = f->bn[a];
+    f->view.nc = f->nc;
+    f->view.table = f->table;
+    f->view.nbricks = f->nslots;
+    f->view.pool = f->data;
+}
+
+/* Allocate every array for the lattice f->nx*ny*nz of f->nc channels (zeroed): dense when
+ * nslots == 0, else bricked with nslots pool slots (table all 0 = the null brick, the
+ * caller fills it and bxyz). Dense voxels start alive, bricked ones dead. */
+static int vx__alloc_arrays(vx_fit_model *f, size_t nslots) {
     size_t nv, n;
     if (f->nx < 1 || f->ny < 1 || f->nz < 1 || f->nx > 4096 || f->ny > 4096 || f->nz > 4096)
         return vx_error("fit: resolution %dx%dx%d is outside 1..4096", f->nx, f->ny, f->nz);
-    if (vx_mul_size4((size_t)f->nx, (size_t)f->ny, (size_t)f->nz, 1, &nv) ||
-        vx_mul_size(nv, (size_t)f->nc, &n) || n > VX_MAX_GRID_BYTES / sizeof(float))
+    int n3[3] = {f->nx, f->ny, f->nz};
+    for (int a = 0; a < 3; a++) f->bn[a] = (n3[a] + VX_BRICK - 1) / VX_BRICK;
+    size_t entries = (size_t)f->bn[0] * f->bn[1] * f->bn[2];
+    if (nslots) {
+        if (nslots > entries + 1 || nslots > 0x7fffffffull / VX_BRICK_VOXELS)
+            return vx_error("fit: %zu bricks for a %dx%dx%d lattice", nslots, f->nx, f->ny, f->nz);
+        f->table = vx_calloc(entries, sizeof(int32_t), "fit brick table");
+        f->bxyz = vx_calloc(3 * nslots, sizeof(int32_t), "fit brick coordinates");
+        if (!f->table || !f->bxyz) { vx__free_arrays(f); return -1; }
+        f->nslots = nslots;
+        nv = nslots * VX_BRICK_VOXELS;
+    } else {
+        nv = (size_t)f->nx * f->ny * f->nz;
+    }
+    if (vx_mul_size(nv, (size_t)f->nc, &n) || n > (nslots ? VX_MAX_SPARSE_BYTES : VX_MAX_GRID_BYTES) / sizeof(float)) {
+        vx__free_arrays(f);
         return vx_error("fit: a %dx%dx%d grid of %d channels is too large", f->nx, f->ny, f->nz, f->nc);
+    }
     f->data = vx_calloc(n, sizeof(float), "fit grid");
     f->grad = vx_calloc(n, sizeof(float), "fit gradient");
     f->adam_m = vx_calloc(n, sizeof(float), "fit Adam first moment");
@@ -96,14 +136,18 @@ static int vx__alloc_arrays(vx_fit_model *f) {
         vx__free_arrays(f);
         return -1;
     }
-    memset(f->alive, 1, nv);
+    memset(f->alive, nslots ? 0 : 1, nv);
+    vx__set_view(f);
     return 0;
 }
 
 void vx_fit_as_scene(const vx_fit_model *f, vx_scene *s) {
     memset(s, 0, sizeof *s);
     s->grid.nx = f->nx; s->grid.ny = f->ny; s->grid.nz = f->nz; s->grid.nc = f->nc;
-    s->grid.data = f->data;
+    if (f->table)
+        s->grid.sparse = (vx_sparse *)&f->view; /* read only: the renderer never writes a grid */
+    else
+        s->grid.data = f->data;
     s->grid.src_dtype = VX_DT_F32;
     snprintf(s->grid.source, sizeof s->grid.source, "fit grid");
     vx_grid_set_bbox(&s->grid, f->box_lo, f->box_hi, 0);
@@ -151,8 +195,8 @@ int vx_fit_model_init_cpu(vx_fit_model *f, const int res[3], int sh_degree, cons
                        (hi[2] - lo[2]) * (hi[2] - lo[2]));
     f->density_scale = density_scale > 0 ? density_scale : (float)(100.0 / diag);
     for (int c = 0; c < 3; c++) f->bg[c] = bg[c];
-    if (vx__alloc_arrays(f)) return -1;
-    size_t nv = vx__voxels(f);
+    if (vx__alloc_arrays(f, 0)) return -1;
+    size_t nv = vx_fit_storage_voxels(f);
     for (size_t i = 0; i < nv; i++) f->data[i * f->nc] = init_sigma; /* SH zero: grey 0.5 */
     f->track_wmax = 1;
     if (vx_fit_update_params(f, 0.0f)) { vx_fit_model_free(f); return -1; }
@@ -162,23 +206,25 @@ int vx_fit_model_init_cpu(vx_fit_model *f, const int res[3], int sh_degree, cons
 void vx_fit_model_free(vx_fit_model *f) { vx__free_arrays(f); }
 
 void vx_fit_zero_grad_cpu(vx_fit_model *f) {
-    memset(f->grad, 0, vx__voxels(f) * f->nc * sizeof(float));
+    memset(f->grad, 0, vx_fit_storage_voxels(f) * f->nc * sizeof(float));
 }
 
 /* ---- the loss and its backward ------------------------------------------------------------ */
 
 double vx_fit_rays_backward_cpu(vx_fit_model *f, const vx_fit_batch *b, float *out_rgb) {
     const vx_march_params *m = &f->mp;
+    vx_fit_index L;
+    vx_fit_index_of(f, &L);
     float scale = 1.0f / (3.0f * (float)b->n);
     double loss = 0.0;
     #pragma omp parallel for schedule(dynamic, 64) reduction(+ : loss)
     for (int r = 0; r < b->n; r++) {
         vx_vec3 o = vx_v3(b->origin[3 * r], b->origin[3 * r + 1], b->origin[3 * r + 2]);
         vx_vec3 d = vx_v3(b->dir[3 * r], b->dir[3 * r + 1], b->dir[3 * r + 2]);
-        vx_ray_result fwd = vx_march(m, f->data, f->occ, o, d);
+        vx_ray_result fwd = vx_fit_march(m, &L, f->data, f->occ, o, d);
         float g[3];
         loss += vx_fit_mse_backward(fwd.rgb, b->target + 3 * r, scale, g);
-        vx_fit_march_backward(m, f->data, f->occ, o, d, &fwd, g, f->grad, f->track_wmax ? f->wmax : NULL, NULL);
+        vx_fit_march_backward(m, &L, f->data, f->occ, o, d, &fwd, g, f->grad, f->track_wmax ? f->wmax : NULL, NULL);
         if (out_rgb)
             for (int c = 0; c < 3; c++) out_rgb[3 * r + c] = fwd.rgb[c];
     }
@@ -187,16 +233,19 @@ double vx_fit_rays_backward_cpu(vx_fit_model *f, const vx_fit_batch *b, float *o
 
 double vx_fit_tv_backward_cpu(vx_fit_model *f, float w_sigma, float w_sh, float fraction, uint64_t seed,
                               float eps) {
-    size_t nv = vx__voxels(f);
+    size_t nv = vx_fit_storage_voxels(f);
+    vx_fit_index L;
+    vx_fit_index_of(f, &L);
     double total = 0.0;
     #pragma omp parallel for schedule(static) reduction(+ : total)
     for (long long iv = 0; iv < (long long)nv; iv++) {
+        int x, y, z;
         if (!f->alive[iv] || !vx_fit_tv_selected(seed, (unsigned long long)iv, fraction)) continue;
-        int x = (int)(iv % f->nx), y = (int)((iv / f->nx) % f->ny), z = (int)(iv / ((size_t)f->nx * f->ny));
+        if (vx_fit_xyz(&L, (size_t)iv, &x, &y, &z)) continue; /* alive entries always are lattice points */
         for (int c = 0; c < f->nc; c++) {
             float w = c == 0 ? w_sigma : w_sh;
             if (w == 0.0f) continue;
-            total += w * vx_fit_tv_voxel(f->data, f->grad, f->nx, f->ny, f->nz, f->nc, x, y, z, c, w, eps);
+            total += w * vx_fit_tv_voxel(f->data, f->grad, &L, f->nc, x, y, z, c, w, eps);
         }
     }
     return total;
@@ -205,7 +254,7 @@ double vx_fit_tv_backward_cpu(vx_fit_model *f, float w_sigma, float w_sh, float 
 void vx_fit_adam_step_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr_sigma, float lr_sh) {
     f->t++;
     float bc1 = (float)(1.0 - pow(h->beta1, (double)f->t)), bc2 = (float)(1.0 - pow(h->beta2, (double)f->t));
-    size_t nv = vx__voxels(f);
+    size_t nv = vx_fit_storage_voxels(f);
     int nc = f->nc;
     #pragma omp parallel for schedule(static)
     for (long long iv = 0; iv < (long long)nv; iv++) {
@@ -234,7 +283,7 @@ int vx_fit_occupancy_build_cpu(vx_fit_model *f, int cell) {
 }
 
 size_t vx_fit_prune_cpu(vx_fit_model *f, float thresh) {
-    size_t nv = vx__voxels(f), pruned = 0;
+    size_t nv = vx_fit_storage_voxels(f), pruned = 0;
     int nc = f->nc;
     for (size_t iv = 0; iv < nv; iv++) {
         if (f->alive[iv] && f->wmax[iv] < thresh) {
@@ -249,10 +298,10 @@ size_t vx_fit_prune_cpu(vx_fit_model *f, float thresh) {
     return pruned;
 }
 
-int vx_fit_model_resize_cpu(vx_fit_model *f, const int res[3]) {
+int vx_fit_model_resize_cpu(vx_fit_model *f, const int res[3], size_t nslots) {
     vx__free_arrays(f);
     f->nx = res[0]; f->ny = res[1]; f->nz = res[2];
-    if (vx__alloc_arrays(f)) return -1;
+    if (vx__alloc_arrays(f, nslots)) return -1;
     f->occ_n[0] = f->occ_n[1] = f->occ_n[2] = 0;
     return vx_fit_update_params(f, f->mp.stop);
 }
@@ -269,6 +318,41 @@ void vx_fit_resample_map(const vx_fit_model *f, const double lo[3], const double
     }
 }
 
+/* Bricked storage for f's new lattice holding exactly the bricks with an alive voxel
+ * (old voxels Lo / oalive seen through the map a, b): allocates f's arrays and fills the
+ * table and bxyz in table order. */
+static int vx__alloc_live_bricks(vx_fit_model *f, const vx_fit_index *Lo, const unsigned char *oalive, const float a[3],
+                                 const float b[3]) {
+    int bn[3] = {(f->nx + VX_BRICK - 1) / VX_BRICK, (f->ny + VX_BRICK - 1) / VX_BRICK, (f->nz + VX_BRICK - 1) / VX_BRICK};
+    size_t entries = (size_t)bn[0] * bn[1] * bn[2];
+    unsigned char *live = vx_calloc(entries, 1, "fit live-brick flags");
+    if (!live) return -1;
+    #pragma omp parallel for schedule(dynamic, 1)
+    for (int z = 0; z < f->nz; z++)
+        for (int y = 0; y < f->ny; y++)
+            for (int x = 0; x < f->nx; x++) {
+                size_t k = ((size_t)(z >> VX_BRICK_LOG2) * bn[1] + (y >> VX_BRICK_LOG2)) * bn[0] + (x >> VX_BRICK_LOG2);
+                if (!live[k] && vx_fit_resample_alive(Lo, oalive, vx_fit_resample_point(a, b, x, y, z))) {
+                    #pragma omp atomic write
+                    live[k] = 1;
+                }
+            }
+    size_t nslots = 1;
+    for (size_t k = 0; k < entries; k++) nslots += live[k];
+    if (vx__alloc_arrays(f, nslots)) { free(live); return -1; }
+    int32_t slot = 1;
+    for (size_t k = 0; k < entries; k++) {
+        if (!live[k]) continue;
+        f->table[k] = slot;
+        f->bxyz[3 * slot] = (int32_t)(k % bn[0]);
+        f->bxyz[3 * slot + 1] = (int32_t)((k / bn[0]) % bn[1]);
+        f->bxyz[3 * slot + 2] = (int32_t)(k / ((size_t)bn[0] * bn[1]));
+        slot++;
+    }
+    free(live);
+    return 0;
+}
+
 int vx_fit_resample_cpu(vx_fit_model *f, const double lo[3], const double hi[3], const int res[3]) {
     for (int k = 0; k < 3; k++) {
         if (res[k] < 1 || res[k] > 4096)
@@ -279,25 +363,29 @@ int vx_fit_resample_cpu(vx_fit_model *f, const double lo[3], const double hi[3],
     float ma[3], mb[3];
     vx_fit_resample_map(f, lo, hi, res, ma, mb);
     vx_fit_model o = *f; /* the old arrays */
+    vx_fit_index Lo, Ln;
+    vx_fit_index_of(&o, &Lo);
     f->nx = res[0]; f->ny = res[1]; f->nz = res[2];
     f->data = f->grad = f->adam_m = f->adam_v = f->wmax = NULL;
     f->alive = f->occ = NULL;
-    if (vx__alloc_arrays(f)) { vx__free_arrays(f); *f = o; return -1; }
+    f->table = f->bxyz = NULL;
+    f->nslots = 0;
+    int rc = f->sparse_fit ? vx__alloc_live_bricks(f, &Lo, o.alive, ma, mb) : vx__alloc_arrays(f, 0);
+    if (rc) { vx__free_arrays(f); *f = o; return -1; }
+    vx_fit_index_of(f, &Ln);
+    size_t nv = vx_fit_storage_voxels(f);
     #pragma omp parallel for schedule(static)
-    for (int z = 0; z < f->nz; z++)
-        for (int y = 0; y < f->ny; y++)
-            for (int x = 0; x < f->nx; x++) {
-                /* a*i + b in float, exactly as the CUDA twin computes it */
-                vx_vec3 p = vx_v3(ma[0] * (float)x + mb[0], ma[1] * (float)y + mb[1], ma[2] * (float)z + mb[2]);
-                size_t iv = ((size_t)z * f->ny + y) * f->nx + x, idx[8];
-                float w[8];
-                vx_trilinear_fetch(o.data, o.nx, o.ny, o.nz, o.nc, p, f->data + iv * f->nc);
-                vx_fit_corners(o.nx, o.ny, o.nz, p, idx, w);
-                unsigned char a = 0;
-                for (int j = 0; j < 8; j++) a |= w[j] > 0.0f && o.alive[idx[j]];
-                f->alive[iv] = a;
-                if (!a) memset(f->data + iv * f->nc, 0, f->nc * sizeof(float));
-            }
+    for (long long iv = 0; iv < (long long)nv; iv++) {
+        int x, y, z;
+        float *out = f->data + (size_t)iv * f->nc;
+        if (vx_fit_xyz(&Ln, (size_t)iv, &x, &y, &z)) { f->alive[iv] = 0; continue; } /* stays zero */
+        vx_vec3 p = vx_fit_resample_point(ma, mb, x, y, z);
+        f->alive[iv] = (unsigned char)vx_fit_resample_alive(&Lo, o.alive, p);
+        if (f->alive[iv])
+            vx_fit_fetch(&Lo, o.data, o.nc, p, out);
+        else
+            memset(out, 0, f->nc * sizeof(float));
+    }
     vx__free_arrays(&o);
     f->occ_n[0] = f->occ_n[1] = f->occ_n[2] = 0;
     memcpy(f->box_lo, lo, sizeof f->box_lo);
@@ -309,21 +397,19 @@ int vx_fit_resample_cpu(vx_fit_model *f, const double lo[3], const double hi[3],
 int vx_fit_upsample_cpu(vx_fit_model *f, const int res[3]) { return vx_fit_resample_cpu(f, f->box_lo, f->box_hi, res); }
 
 size_t vx_fit_alive_bounds_cpu(const vx_fit_model *f, int lo[3], int hi[3]) {
-    size_t count = 0;
+    size_t count = 0, nv = vx_fit_storage_voxels(f);
     int l[3] = {f->nx, f->ny, f->nz}, h[3] = {-1, -1, -1};
-    for (int z = 0; z < f->nz; z++)
-        for (int y = 0; y < f->ny; y++) {
-            const unsigned char *row = f->alive + ((size_t)z * f->ny + y) * f->nx;
-            for (int x = 0; x < f->nx; x++) {
-                if (!row[x]) continue;
-                int p[3] = {x, y, z};
-                for (int k = 0; k < 3; k++) {
-                    if (p[k] < l[k]) l[k] = p[k];
-                    if (p[k] > h[k]) h[k] = p[k];
-                }
-                count++;
-            }
+    vx_fit_index L;
+    vx_fit_index_of(f, &L);
+    for (size_t iv = 0; iv < nv; iv++) {
+        int p[3];
+        if (!f->alive[iv] || vx_fit_xyz(&L, iv, &p[0], &p[1], &p[2])) continue;
+        for (int k = 0; k < 3; k++) {
+            if (p[k] < l[k]) l[k] = p[k];
+            if (p[k] > h[k]) h[k] = p[k];
         }
+        count++;
+    }
     if (count) {
         memcpy(lo, l, sizeof l);
         memcpy(hi, h, sizeof h);
@@ -414,12 +500,16 @@ int vx_fit_write_scene(const vx_fit_model *f, const char *dir, const char *name,
     int rc = 0;
     /* sparse: the bricks whose cells can have density (the exact drop rule: the relu
      * decoder gives sigma 0 wherever a brick and its one-voxel rim hold no positive density),
-     * so the written scene renders as the dense model does */
-    if (storage != VX_FIT_WRITE_DENSE) rc = vx_sparse_from_dense(&s.grid, &s.dec, 0.0f, &sg);
+     * so the written scene renders as the model does; a bricked model is thinned the same
+     * way (its null brick and bricks of zero density go) without ever being dense */
+    if (storage != VX_FIT_WRITE_DENSE)
+        rc = f->table ? vx_sparse_rethin(&s.grid, &s.dec, 0.0f, &sg) : vx_sparse_from_dense(&s.grid, &s.dec, 0.0f, &sg);
+    else if (f->table)
+        rc = vx_sparse_to_dense(&s.grid, &sg); /* a bricked model written dense */
     vx_outputs_stage_begin(); /* both files or neither */
     if (rc == 0)
         rc = storage == VX_FIT_WRITE_DENSE
-                 ? vx_npy_write_grid(gpath, &s.grid, 0)
+                 ? vx_npy_write_grid(gpath, f->table ? &sg : &s.grid, 0)
                  : vx_sparse_write(gpath, &sg, storage == VX_FIT_WRITE_SPARSE_HALF, VX_SPARSE_DEFLATE);
     if (rc == 0) rc = vx_write_file_atomic(jpath, text, strlen(text));
     cJSON_free(text);

@@ -40,6 +40,47 @@ static inline void vx_fit_max(float *p, float v) {
 }
 #endif
 
+/* ---- voxel addressing: dense or bricked storage (fit.h) ----------------------------------- */
+
+/* How lattice points map to entries of the model's per-voxel arrays. table NULL: dense,
+ * (z*ny + y)*nx + x. Otherwise brick (x>>3, y>>3, z>>3) has pool slot table[...] (0: the
+ * null brick of zeros) and the entry is slot*512 + the point's place in the brick (sparse.h
+ * order); bxyz[3*slot] gives a slot's brick back. */
+typedef struct vx_fit_index_s {
+    int nx, ny, nz;
+    int bn[3];
+    const int32_t *table, *bxyz;
+} vx_fit_index;
+
+VX_HD size_t vx_fit_vid(const vx_fit_index *L, int x, int y, int z) {
+    if (!L->table) return ((size_t)z * L->ny + y) * L->nx + x;
+    size_t slot = (size_t)L->table[((size_t)(z >> VX_BRICK_LOG2) * L->bn[1] + (y >> VX_BRICK_LOG2)) * L->bn[0] +
+                                   (x >> VX_BRICK_LOG2)];
+    return slot * VX_BRICK_VOXELS +
+           (((size_t)(z & (VX_BRICK - 1)) * VX_BRICK + (y & (VX_BRICK - 1))) * VX_BRICK + (x & (VX_BRICK - 1)));
+}
+
+/* Entry v is in the null brick (bricked storage only): it reads zero and takes no
+ * gradient or weight (nothing ever consumes them), so scatters skip it. */
+VX_HD int vx_fit_is_null(const vx_fit_index *L, size_t v) { return L->table && v < VX_BRICK_VOXELS; }
+
+/* The lattice point of entry v; 0 when it is one (dense: always; bricked: not the null
+ * brick and inside the lattice, since the last bricks on each axis stick out). */
+VX_HD int vx_fit_xyz(const vx_fit_index *L, size_t v, int *x, int *y, int *z) {
+    if (!L->table) {
+        *x = (int)(v % L->nx);
+        *y = (int)((v / L->nx) % L->ny);
+        *z = (int)(v / ((size_t)L->nx * L->ny));
+        return 0;
+    }
+    size_t slot = v / VX_BRICK_VOXELS, local = v % VX_BRICK_VOXELS;
+    if (slot == 0) return -1;
+    *x = L->bxyz[3 * slot] * VX_BRICK + (int)(local % VX_BRICK);
+    *y = L->bxyz[3 * slot + 1] * VX_BRICK + (int)((local / VX_BRICK) % VX_BRICK);
+    *z = L->bxyz[3 * slot + 2] * VX_BRICK + (int)(local / (VX_BRICK * VX_BRICK));
+    return *x < L->nx && *y < L->ny && *z < L->nz ? 0 : -1;
+}
+
 /* ---- pieces (each has its own gradient check in tests/test_fit.c) ----------------------- */
 
 /* One compositing step's backward. Forward: alpha = 1 - exp(-sigma*delta), w = T*alpha,
@@ -67,28 +108,43 @@ VX_HD void vx_fit_decode_sh_backward(const vx_decoder *dec, const float *raw, co
     }
 }
 
-/* The eight corners (voxel indices, not channel offsets) and weights of the trilinear
- * cell at index-space point p, in vx_trilinear_cell's corner order. */
-VX_HD void vx_fit_corners(int nx, int ny, int nz, vx_vec3 p, size_t *idx, float *w) {
-    vx_cell c;
-    vx_trilinear_cell(nx, ny, nz, p, &c);
+/* The trilinear cell at index-space point p and its eight corners' entries (in
+ * vx_trilinear_cell's corner order). */
+VX_HD void vx_fit_cell(const vx_fit_index *L, vx_vec3 p, vx_cell *c, size_t *idx) {
+    vx_trilinear_cell(L->nx, L->ny, L->nz, p, c);
     for (int k = 0; k < 8; k++) {
         int x, y, z;
-        vx_cell_corner(&c, k, &x, &y, &z);
-        idx[k] = ((size_t)z * ny + y) * nx + x;
-        w[k] = c.w[k];
+        vx_cell_corner(c, k, &x, &y, &z);
+        idx[k] = vx_fit_vid(L, x, y, z);
     }
+}
+
+/* The corners' entries and weights only. */
+VX_HD void vx_fit_corners(const vx_fit_index *L, vx_vec3 p, size_t *idx, float *w) {
+    vx_cell c;
+    vx_fit_cell(L, p, &c, idx);
+    for (int k = 0; k < 8; k++) w[k] = c.w[k];
+}
+
+/* Trilinear interpolation of the nc channels at p: the renderer's blend (vx_cell_blend, the
+ * same corner order and rounding) over either storage. */
+VX_HD void vx_fit_fetch(const vx_fit_index *L, const float *data, int nc, vx_vec3 p, float *out) {
+    vx_cell c;
+    size_t idx[8];
+    const float *v[8];
+    vx_fit_cell(L, p, &c, idx);
+    for (int k = 0; k < 8; k++) v[k] = data + idx[k] * (size_t)nc;
+    vx_cell_blend(&c, v, nc, out);
 }
 
 /* Adjoint of the trilinear gather: grad[corner][c] += w_corner * draw[c]. Corners that
  * coincide at the border (n == 1) simply receive both shares, as the gather read both. */
-VX_HD void vx_fit_trilinear_scatter(float *grad, int nx, int ny, int nz, int nc, vx_vec3 p,
-                                    const float *draw) {
+VX_HD void vx_fit_trilinear_scatter(float *grad, const vx_fit_index *L, int nc, vx_vec3 p, const float *draw) {
     size_t idx[8];
     float w[8];
-    vx_fit_corners(nx, ny, nz, p, idx, w);
+    vx_fit_corners(L, p, idx, w);
     for (int j = 0; j < 8; j++) {
-        if (w[j] == 0.0f) continue;
+        if (w[j] == 0.0f || vx_fit_is_null(L, idx[j])) continue;
         float *gp = grad + idx[j] * (size_t)nc;
         for (int c = 0; c < nc; c++)
             if (draw[c] != 0.0f) vx_fit_add(gp + c, w[j] * draw[c]);
@@ -97,17 +153,52 @@ VX_HD void vx_fit_trilinear_scatter(float *grad, int nx, int ny, int nz, int nc,
 
 /* ---- the whole ray --------------------------------------------------------------------- */
 
-/* The backward op: the dense fetch and decode of vx_march() (vx_grid_op_sample keeps the
- * raw channels), and a visit that turns each composited sample into dL/d(grid). */
+/* The forward op: vx_grid_op's fetch and decode over the fit's storage (vx_fit_fetch gives
+ * the dense fetch's floats bit for bit), keeping the raw channels for the backward. */
+VX_HD float vx_fit_forward_sample(void *op, const vx_sample *s, vx_vec3 d, float *rgb);
+
+typedef struct vx_fit_forward_op {
+    vx_march_op op;
+    const vx_march_params *m;
+    const vx_fit_index *L;
+    const float *data;
+    float raw[VX_MAX_CHANNELS];
+    VX_MARCH_OP_FUNCS(vx_fit_forward_sample, vx_march_no_visit)
+} vx_fit_forward_op;
+
+VX_HD float vx_fit_forward_sample(void *op, const vx_sample *s, vx_vec3 d, float *rgb) {
+    vx_fit_forward_op *f = (vx_fit_forward_op *)op;
+    vx_fit_fetch(f->L, f->data, f->m->nc, s->p, f->raw);
+    return vx_decode(&f->m->dec, f->raw, d, rgb);
+}
+
+VX_HD vx_fit_forward_op vx_fit_forward_op_make(const vx_march_params *m, const vx_fit_index *L, const float *data) {
+    vx_fit_forward_op f;
+    VX_MARCH_OP_INIT(&f.op, vx_fit_forward_sample, vx_march_no_visit);
+    f.m = m;
+    f.L = L;
+    f.data = data;
+    return f;
+}
+
+/* vx_march() over the fit's storage: the colour the model renders for one ray. */
+VX_HD vx_ray_result vx_fit_march(const vx_march_params *m, const vx_fit_index *L, const float *data,
+                                 const unsigned char *occ, vx_vec3 o, vx_vec3 d) {
+    vx_fit_forward_op f = vx_fit_forward_op_make(m, L, data);
+    return vx_march_run(m, occ, o, d, 0.0f, VX_MARCH_OP_OF(&f));
+}
+
+/* The backward op: the forward fetch and decode, and a visit that turns each composited
+ * sample into dL/d(grid). */
 VX_HD void vx_fit_backward_visit(void *op, const vx_composite *c, const vx_sample *s, const float *rgb, float w);
 
 typedef struct vx_fit_backward_op {
-    vx_grid_op fwd;         /* first: its op head is this op's, vx_grid_op_sample fetches */
+    vx_fit_forward_op fwd;  /* first: its op head is this op's, vx_fit_forward_sample fetches */
     const float *C, *g;     /* the forward colour and dL/dC */
     float *grad, *wmax;
     float b[16];            /* SH basis of the ray direction */
     int nb;
-    VX_MARCH_OP_FUNCS(vx_grid_op_sample, vx_fit_backward_visit)
+    VX_MARCH_OP_FUNCS(vx_fit_forward_sample, vx_fit_backward_visit)
 } vx_fit_backward_op;
 
 VX_HD void vx_fit_backward_visit(void *op, const vx_composite *c, const vx_sample *s, const float *rgb, float w) {
@@ -117,28 +208,28 @@ VX_HD void vx_fit_backward_visit(void *op, const vx_composite *c, const vx_sampl
     float drgb[3] = {w * f->g[0], w * f->g[1], w * f->g[2]};
     float dsigma = vx_fit_composite_dsigma(f->g, rgb, c->T, c->acc, f->C, s->tb - s->ta);
     vx_fit_decode_sh_backward(&m->dec, f->fwd.raw, f->b, f->nb, dsigma, drgb, draw);
-    vx_fit_trilinear_scatter(f->grad, m->nx, m->ny, m->nz, m->nc, s->p, draw);
+    vx_fit_trilinear_scatter(f->grad, f->fwd.L, m->nc, s->p, draw);
     if (f->wmax && w > 0.0f) {
         size_t idx[8];
         float cw[8];
-        vx_fit_corners(m->nx, m->ny, m->nz, s->p, idx, cw);
+        vx_fit_corners(f->fwd.L, s->p, idx, cw);
         for (int j = 0; j < 8; j++)
-            if (cw[j] > 0.0f) vx_fit_max(f->wmax + idx[j], w);
+            if (cw[j] > 0.0f && !vx_fit_is_null(f->fwd.L, idx[j])) vx_fit_max(f->wmax + idx[j], w);
     }
 }
 
-/* Backward of vx_march() for the sh decoder. `fwd` is vx_march(m, data, occ, o, d) (the
- * caller runs it; its colour is C), `g` = dL/dC. vx_march_run marches the same samples
- * again (same segments, occupancy skips and early stop) while the visit accumulates
- * dL/d(grid) into grad (atomics). If wmax is not NULL each touched voxel's entry is raised
- * to the sample's weight T*alpha (pruning statistics). Writes the colour recomputed by
- * this pass (equals fwd) to recomputed when not NULL. */
-VX_HD void vx_fit_march_backward(const vx_march_params *m, const float *data, const unsigned char *occ,
-                                 vx_vec3 o, vx_vec3 d, const vx_ray_result *fwd, const float *g,
-                                 float *grad, float *wmax, float *recomputed) {
+/* Backward of vx_fit_march() for the sh decoder. `fwd` is vx_fit_march(m, L, data, occ, o,
+ * d) (the caller runs it; its colour is C), `g` = dL/dC. vx_march_run marches the same
+ * samples again (same segments, occupancy skips and early stop) while the visit
+ * accumulates dL/d(grid) into grad (atomics). If wmax is not NULL each touched voxel's
+ * entry is raised to the sample's weight T*alpha (pruning statistics). Writes the colour
+ * recomputed by this pass (equals fwd) to recomputed when not NULL. */
+VX_HD void vx_fit_march_backward(const vx_march_params *m, const vx_fit_index *L, const float *data,
+                                 const unsigned char *occ, vx_vec3 o, vx_vec3 d, const vx_ray_result *fwd,
+                                 const float *g, float *grad, float *wmax, float *recomputed) {
     vx_fit_backward_op f;
-    f.fwd = vx_grid_op_make(m, data, NULL);
-    VX_MARCH_OP_INIT(&f.fwd.op, vx_grid_op_sample, vx_fit_backward_visit);
+    f.fwd = vx_fit_forward_op_make(m, L, data);
+    VX_MARCH_OP_INIT(&f.fwd.op, vx_fit_forward_sample, vx_fit_backward_visit);
     f.C = fwd->rgb;
     f.g = g;
     f.grad = grad;
@@ -147,6 +238,35 @@ VX_HD void vx_fit_march_backward(const vx_march_params *m, const float *data, co
     vx_ray_result r = vx_march_run(m, occ, o, d, 0.0f, VX_MARCH_OP_OF(&f));
     if (recomputed)
         for (int c = 0; c < 3; c++) recomputed[c] = r.rgb[c];
+}
+
+/* ---- resampling ---------------------------------------------------------------------------- */
+
+/* New voxel (x, y, z) sits at old index-space point a*i + b per axis (vx_fit_resample_map),
+ * the product and the sum rounded separately (the CUDA twin uses __fmul_rn / __fadd_rn). */
+#ifdef __CUDA_ARCH__
+#define VX__AFFINE(a, i, b) __fadd_rn(__fmul_rn((a), (float)(i)), (b))
+#else
+#define VX__AFFINE(a, i, b) ((a) * (float)(i) + (b))
+#endif
+VX_HD vx_vec3 vx_fit_resample_point(const float a[3], const float b[3], int x, int y, int z) {
+    return vx_v3(VX__AFFINE(a[0], x, b[0]), VX__AFFINE(a[1], y, b[1]), VX__AFFINE(a[2], z, b[2]));
+}
+#undef VX__AFFINE
+
+/* The map of a resampling as one kernel argument. */
+typedef struct {
+    float a[3], b[3];
+} vx_fit_affine;
+
+/* A new voxel is alive when any old voxel it interpolates from (weight > 0) was. */
+VX_HD int vx_fit_resample_alive(const vx_fit_index *L, const unsigned char *alive, vx_vec3 p) {
+    size_t idx[8];
+    float w[8];
+    vx_fit_corners(L, p, idx, w);
+    int a = 0;
+    for (int j = 0; j < 8; j++) a |= w[j] > 0.0f && alive[idx[j]];
+    return a;
 }
 
 /* Photometric loss of one ray: sum over rgb of (C - target)^2 times `scale` (the caller
@@ -213,21 +333,23 @@ VX_HD void vx_fit_adam_update(float *x, float *mom, float *var, float gr, float 
 /* Isotropic total variation at voxel (x, y, z), channel c, Plenoxels style:
  * tv = sqrt(dx^2 + dy^2 + dz^2 + eps) with forward differences (zero past the last voxel).
  * Adds weight * d tv / d value to the voxel and its +x, +y, +z neighbours; returns tv. */
-VX_HD float vx_fit_tv_voxel(const float *data, float *grad, int nx, int ny, int nz, int nc, int x, int y,
-                            int z, int c, float weight, float eps) {
-    size_t i = (((size_t)z * ny + y) * nx + x) * nc + c;
-    size_t sx = (size_t)nc, sy = (size_t)nx * nc, sz = (size_t)ny * nx * nc;
+VX_HD float vx_fit_tv_voxel(const float *data, float *grad, const vx_fit_index *L, int nc, int x, int y, int z,
+                            int c, float weight, float eps) {
+    size_t i = vx_fit_vid(L, x, y, z) * nc + c;
+    size_t ix = x + 1 < L->nx ? vx_fit_vid(L, x + 1, y, z) * nc + c : 0;
+    size_t iy = y + 1 < L->ny ? vx_fit_vid(L, x, y + 1, z) * nc + c : 0;
+    size_t iz = z + 1 < L->nz ? vx_fit_vid(L, x, y, z + 1) * nc + c : 0;
     float v = data[i];
-    float dx = x + 1 < nx ? data[i + sx] - v : 0.0f;
-    float dy = y + 1 < ny ? data[i + sy] - v : 0.0f;
-    float dz = z + 1 < nz ? data[i + sz] - v : 0.0f;
+    float dx = x + 1 < L->nx ? data[ix] - v : 0.0f;
+    float dy = y + 1 < L->ny ? data[iy] - v : 0.0f;
+    float dz = z + 1 < L->nz ? data[iz] - v : 0.0f;
     float tv = sqrtf(dx * dx + dy * dy + dz * dz + eps);
     if (grad && weight != 0.0f) {
         float s = weight / tv;
         vx_fit_add(grad + i, -s * (dx + dy + dz));
-        if (x + 1 < nx) vx_fit_add(grad + i + sx, s * dx);
-        if (y + 1 < ny) vx_fit_add(grad + i + sy, s * dy);
-        if (z + 1 < nz) vx_fit_add(grad + i + sz, s * dz);
+        if (x + 1 < L->nx && !vx_fit_is_null(L, ix / nc)) vx_fit_add(grad + ix, s * dx);
+        if (y + 1 < L->ny && !vx_fit_is_null(L, iy / nc)) vx_fit_add(grad + iy, s * dy);
+        if (z + 1 < L->nz && !vx_fit_is_null(L, iz / nc)) vx_fit_add(grad + iz, s * dz);
     }
     return tv;
 }

@@ -178,6 +178,7 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
     double edge0 = fmax(f->box_hi[0] - f->box_lo[0], fmax(f->box_hi[1] - f->box_lo[1], f->box_hi[2] - f->box_lo[2]));
     long long rays = 0;
     int rc = -1;
+    f->sparse_fit = !cfg->dense;
     if (!t.ops || t.ops->create(&t.b, f, train, cfg->batch) || t.ops->update_params(t.b, cfg->stop)) goto done;
     uint64_t rng = cfg->seed * 0x2545F4914F6CDD1Dull + 1;
     int stage = 0, win = 20, it_log = 0;

@@ -166,7 +166,8 @@ static void test_trilinear_scatter(void **state) {
         vx_vec3 p = vx_v3((float)vx_test_uniform(-1, nx), (float)vx_test_uniform(-1, ny), (float)vx_test_uniform(-1, nz));
         float u[8], out[8];
         for (int c = 0; c < nc; c++) u[c] = (float)vx_test_uniform(-1, 1);
-        vx_fit_trilinear_scatter(grad, nx, ny, nz, nc, p, u);
+        vx_fit_index L = {nx, ny, nz, {0, 0, 0}, NULL, NULL}; /* dense */
+        vx_fit_trilinear_scatter(grad, &L, nc, p, u);
         /* L = u . fetch(data) is linear in data: its finite difference is exact */
         double an[1024], fd[1024];
         int m = (int)n < 1024 ? (int)n : 1024;
@@ -215,7 +216,8 @@ static double ray_ref(const vx_march_params *m, const double *grid, vx_vec3 o, v
             vx_vec3 p = vx_add(oi, vx_scale(di, tm));
             size_t idx[8];
             float w[8];
-            vx_fit_corners(m->nx, m->ny, m->nz, p, idx, w);
+            vx_fit_index L = {m->nx, m->ny, m->nz, {0, 0, 0}, NULL, NULL}; /* dense */
+            vx_fit_corners(&L, p, idx, w);
             double raw[64] = {0};
             for (int j = 0; j < 8; j++)
                 for (int c = 0; c < m->nc; c++) raw[c] += (double)w[j] * grid[idx[j] * m->nc + c];
@@ -262,9 +264,11 @@ static void test_march_backward_grad(void **state) {
         float gf[3];
         for (int q = 0; q < 3; q++) { g[q] = vx_test_uniform(-1, 1); gf[q] = (float)g[q]; }
         vx_fit_zero_grad_cpu(&f);
+        vx_fit_index L;
+        vx_fit_index_of(&f, &L);
         vx_ray_result fwd = vx_march(&f.mp, f.data, NULL, o, d);
         float rec[3];
-        vx_fit_march_backward(&f.mp, f.data, NULL, o, d, &fwd, gf, f.grad, f.wmax, rec);
+        vx_fit_march_backward(&f.mp, &L, f.data, NULL, o, d, &fwd, gf, f.grad, f.wmax, rec);
         for (int q = 0; q < 3; q++) assert_true(fabs(rec[q] - fwd.rgb[q]) <= 1e-6f); /* the same samples */
         /* the double forward agrees with the renderer's forward */
         double ref = ray_ref(&f.mp, grid, o, d, g);
@@ -284,13 +288,13 @@ static void test_march_backward_grad(void **state) {
             if (v % 3 == 0) f.data[v * f.nc] = -1.0f;
         vx_fit_zero_grad_cpu(&f);
         fwd = vx_march(&f.mp, f.data, NULL, o, d);
-        vx_fit_march_backward(&f.mp, f.data, NULL, o, d, &fwd, gf, f.grad, NULL, NULL);
+        vx_fit_march_backward(&f.mp, &L, f.data, NULL, o, d, &fwd, gf, f.grad, NULL, NULL);
         float *plain = malloc(n * sizeof(float));
         memcpy(plain, f.grad, n * sizeof(float));
         assert_int_equal(vx_fit_occupancy_build_cpu(&f, 1), 0);
         vx_fit_zero_grad_cpu(&f);
         vx_ray_result fo = vx_march(&f.mp, f.data, f.occ, o, d);
-        vx_fit_march_backward(&f.mp, f.data, f.occ, o, d, &fo, gf, f.grad, NULL, NULL);
+        vx_fit_march_backward(&f.mp, &L, f.data, f.occ, o, d, &fo, gf, f.grad, NULL, NULL);
         for (size_t i = 0; i < n; i++) assert_true(fabs(plain[i] - f.grad[i]) <= 1e-6f + 1e-5f * fabsf(plain[i]));
         free(plain);
         free(grid); free(an); free(fd);
@@ -952,7 +956,7 @@ static void test_track_wmax(void **state) {
     /* resizing keeps the switch */
     f.track_wmax = 0;
     int res[3] = {4, 4, 4};
-    assert_int_equal(vx_fit_model_resize_cpu(&f, res), 0);
+    assert_int_equal(vx_fit_model_resize_cpu(&f, res, 0), 0);
     assert_int_equal(f.track_wmax, 0);
     vx_fit_batch_free(&b);
     vx_fit_model_free(&f);

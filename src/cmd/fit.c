@@ -35,6 +35,8 @@ static void vx__fit_usage(FILE *o) {
             "  --no-crop            keep the whole box in every stage\n"
             "  --write sparse-half|sparse|dense  the written grid: bricks in float16 (default),\n"
             "                       bricks in float32, or the whole box as float32 grid.npy\n"
+            "  --dense-train        keep the whole lattice in memory in every stage (default:\n"
+            "                       after the first stage only 8^3 bricks with alive voxels exist)\n"
             "  --dense-adam         update every alive parameter each step (default: only those\n"
             "                       with a gradient, i.e. touched by the batch or the TV subset)\n"
             "  --iters N            total iterations, split evenly over the stages (default 2000;\n"
@@ -193,6 +195,7 @@ int vx_cmd_fit(int argc, char **argv) {
             }
         }
         else if (!strcmp(a, "--dense-adam")) cfg.hp.lazy = 0;
+        else if (!strcmp(a, "--dense-train")) cfg.dense = 1;
         else if (!strcmp(a, "--stage-ends")) { stage_ends = argv[++i]; set |= VX_FIT_SET_STAGE_ENDS; }
         else if (a[0] == '-' && a[1]) { snprintf(msg, sizeof msg, "unknown option '%s'", a); return vx_cli_usage_error("fit", msg); }
         else if (!dataset) dataset = a;

@@ -44,6 +44,27 @@ static int setup(void **state) {
     return 0;
 }
 
+/* Bricked storage for f (bricked 1): the voxels of brick (0, 0, 0) die first so one brick
+ * is absent (the null brick serves it), then the identity resample keeps every value. */
+static void make_bricked(vx_fit_model *f, int bricked) {
+    if (!bricked) return;
+    for (int z = 0; z < 8 && z < f->nz; z++)
+        for (int y = 0; y < 8 && y < f->ny; y++)
+            for (int x = 0; x < 8 && x < f->nx; x++) {
+                size_t iv = ((size_t)z * f->ny + y) * f->nx + x;
+                f->alive[iv] = 0;
+                memset(f->data + iv * f->nc, 0, f->nc * sizeof(float));
+            }
+    f->sparse_fit = 1;
+    int res[3] = {f->nx, f->ny, f->nz};
+    OK(vx_fit_resample_cpu(f, f->box_lo, f->box_hi, res));
+    assert_true(f->table && f->table[0] == 0);
+    OK(vx_fit_update_params(f, 1e-4f));
+}
+
+/* Entries of f's per-voxel arrays (dense lattice or brick pool). */
+static size_t nvox(const vx_fit_model *f) { return vx_fit_storage_voxels(f); }
+
 /* A random model: res^3 (res 8..24), SH degree deg, densities partly negative. */
 static void random_model(vx_fit_model *f, int deg) {
     int r = 8 + (int)(urand() * 17);
@@ -143,14 +164,15 @@ static void test_rays_backward(void **state) {
     for (int trial = 0; trial < 2 * g_trials; trial++) {
         vx_fit_model f, h;
         random_model(&f, trial % 4);
+        make_bricked(&f, (trial / 4) % 2);
         vx_fit_batch b;
         random_batch(&f, &b, 2000);
         int occ = trial % 2, version = 1 + (trial / 2) % 2;
         vx_fit_device *g;
         OK(vx_fit_model_upload_cuda(&g, &f, b.n));
         OK(vx_fit_set_ray_version_cuda(g, version));
-        print_message("trial %d: kernel version %d, SH degree %d, occupancy %s\n", trial, version, f.sh_degree,
-                      occ ? "on" : "off");
+        print_message("trial %d: kernel version %d, SH degree %d, occupancy %s, %s storage\n", trial, version,
+                      f.sh_degree, occ ? "on" : "off", f.table ? "bricked" : "dense");
         OK(vx_fit_update_params_cuda(g, 1e-4f));
         if (occ) { OK(vx_fit_occupancy_build_cpu(&f, 4)); OK(vx_fit_occupancy_build_cuda(g, 4)); }
         vx_fit_zero_grad_cpu(&f);
@@ -163,7 +185,8 @@ static void test_rays_backward(void **state) {
         memset(&h, 0, sizeof h);
         OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, f.sh_degree, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
         OK(vx_fit_model_download_cuda(g, &h));
-        size_t n = (size_t)f.nx * f.ny * f.nz * f.nc;
+        size_t n = nvox(&f) * f.nc;
+        assert_int_equal(nvox(&h), nvox(&f));
         /* both versions: a colour within rounding of the max(0, .) kink (or a density at relu's)
          * can take the other branch on the GPU, whose FMA contractions round differently:
          * one sample's gradient then differs at 8 corners x 9 coefficients. Version 1 did so
@@ -171,7 +194,7 @@ static void test_rays_backward(void **state) {
         compare_most(f.grad, h.grad, n, 1e-4, 1e-8, 160, "grid gradient (atomics reorder the sums)");
         /* T is a product over hundreds of samples and the GPU's expf differs by up to 2 ulp:
          * relative error ~ samples x ulp ~ 2e-5 (seen 1.1e-5 on the H200), so allow 1e-4 */
-        compare_wmax(f.wmax, h.wmax, (size_t)f.nx * f.ny * f.nz, "max weights");
+        compare_wmax(f.wmax, h.wmax, nvox(&f), "max weights");
         free(rc); free(rg);
         vx_fit_model_free_cuda(g);
         vx_fit_batch_free(&b);
@@ -187,8 +210,11 @@ static void test_tv_adam_prune_upsample(void **state) {
         random_model(&f, trial % 3);
         vx_fit_hparams hp;
         vx_fit_hparams_default(&hp);
-        size_t nv = (size_t)f.nx * f.ny * f.nz, n = nv * f.nc;
-        for (size_t i = 0; i < nv; i++) { f.wmax[i] = (float)uni(0, 2e-3); f.alive[i] = urand() > 0.1; }
+        size_t nl = (size_t)f.nx * f.ny * f.nz;
+        for (size_t i = 0; i < nl; i++) f.alive[i] = urand() > 0.1;
+        make_bricked(&f, trial % 2);
+        size_t nv = nvox(&f), n = nv * f.nc;
+        for (size_t i = 0; i < nv; i++) f.wmax[i] = (float)uni(0, 2e-3);
         vx_fit_device *g;
         OK(vx_fit_model_upload_cuda(&g, &f, 16));
         memset(&h, 0, sizeof h);
@@ -228,8 +254,13 @@ static void test_tv_adam_prune_upsample(void **state) {
         OK(vx_fit_upsample_cuda(g, up));
         OK(vx_fit_model_download_cuda(g, &h));
         assert_int_equal(h.nx, f.nx); assert_int_equal(h.nz, f.nz);
-        assert_memory_equal(f.alive, h.alive, (size_t)f.nx * f.ny * f.nz);
-        compare(f.data, h.data, (size_t)f.nx * f.ny * f.nz * f.nc, 1e-5, 1e-6, "upsampled parameters");
+        assert_int_equal(nvox(&h), nvox(&f));
+        if (f.table) {
+            assert_memory_equal(f.table, h.table, (size_t)f.bn[0] * f.bn[1] * f.bn[2] * sizeof(int32_t));
+            assert_memory_equal(f.bxyz, h.bxyz, 3 * f.nslots * sizeof(int32_t));
+        }
+        assert_memory_equal(f.alive, h.alive, nvox(&f));
+        compare(f.data, h.data, nvox(&f) * f.nc, 1e-5, 1e-6, "upsampled parameters");
         vx_fit_model_free_cuda(g);
         vx_fit_model_free(&f);
         vx_fit_model_free(&h);
@@ -252,6 +283,7 @@ static void test_occupancy_from_alive(void **state) {
     for (int trial = 0; trial < g_trials; trial++) {
         vx_fit_model f;
         random_pruned_model(&f, trial % 3, uni(0.2, 0.95));
+        make_bricked(&f, trial % 2);
         int cell = 1 + (int)(urand() * 8);
         vx_fit_device *g;
         OK(vx_fit_model_upload_cuda(&g, &f, 16));
@@ -276,6 +308,7 @@ static void test_resample_crop(void **state) {
     for (int trial = 0; trial < g_trials; trial++) {
         vx_fit_model f, h;
         random_pruned_model(&f, trial % 4, uni(0.3, 0.9));
+        make_bricked(&f, trial % 2);
         vx_fit_device *g;
         OK(vx_fit_model_upload_cuda(&g, &f, 16));
         int lc[3], hc[3], lg[3], hg[3];
@@ -298,7 +331,9 @@ static void test_resample_crop(void **state) {
         memset(&h, 0, sizeof h);
         OK(vx_fit_model_init_cpu(&h, res, f.sh_degree, lo, hi, f.step, f.density_scale, f.bg, 0));
         OK(vx_fit_model_download_cuda(g, &h));
-        size_t nv = (size_t)res[0] * res[1] * res[2];
+        size_t nv = nvox(&f);
+        assert_int_equal(nvox(&h), nv);
+        if (f.table) assert_memory_equal(f.table, h.table, (size_t)f.bn[0] * f.bn[1] * f.bn[2] * sizeof(int32_t));
         assert_memory_equal(f.alive, h.alive, nv);
         compare(f.data, h.data, nv * f.nc, 1e-6, 1e-7, "resampled parameters");
         for (int a = 0; a < 3; a++) {
@@ -335,6 +370,7 @@ static void test_sampled_rays(void **state) {
     for (int trial = 0; trial < g_trials / 2 + 1; trial++) {
         vx_fit_model f, h;
         random_model(&f, (trial + 2) % 4);
+        make_bricked(&f, trial % 2);
         vx_dataset d;
         random_dataset(&f, &d, 3 + trial, 17 + trial, 13);
         int n = 3000;
@@ -357,7 +393,7 @@ static void test_sampled_rays(void **state) {
         memset(&h, 0, sizeof h);
         OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, f.sh_degree, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
         OK(vx_fit_model_download_cuda(g, &h));
-        size_t nv = (size_t)f.nx * f.ny * f.nz;
+        size_t nv = nvox(&f);
         compare_most(f.grad, h.grad, nv * f.nc, 1e-4, 1e-8, 160, "gradient from device-drawn rays");
         compare_wmax(f.wmax, h.wmax, nv, "max weights from device-drawn rays");
         vx_fit_model_free_cuda(g);
@@ -374,6 +410,7 @@ static void test_render(void **state) {
     for (int trial = 0; trial < g_trials / 2 + 1; trial++) {
         vx_fit_model f;
         random_pruned_model(&f, trial % 4, 0.3);
+        make_bricked(&f, trial % 2);
         vx_dataset d;
         random_dataset(&f, &d, 1, 40, 30);
         vx_fit_device *g;
@@ -396,52 +433,56 @@ static void test_render(void **state) {
 /* A few full steps on both backends stay together (float rounding only). */
 static void test_training_steps(void **state) {
     (void)state;
-    vx_fit_model f, h;
-    random_model(&f, 2);
-    vx_fit_hparams hp;
-    vx_fit_hparams_default(&hp);
-    vx_fit_device *g = NULL;
-    memset(&h, 0, sizeof h);
-    OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, f.sh_degree, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
-    size_t n = (size_t)f.nx * f.ny * f.nz * f.nc;
-    for (int it = 0; it < 5; it++) {
-        /* every step starts the GPU from the CPU's state (parameters, both Adam moments, the
-         * step count): one step is compared, not a trajectory. Over five free-running steps
-         * the two drifted apart for about one seed in ten (H200, 2026-12-03: 3 of 34 runs, the
-         * same seed failing twice, so not a race): atomics sum the gradient in another order,
-         * and Adam's 1/sqrt(v) and lazy zero test amplify those last bits step after step. */
+    for (int bricked = 0; bricked < 2; bricked++) {
+        vx_fit_model f, h;
+        random_model(&f, 2);
+        make_bricked(&f, bricked);
+        vx_fit_hparams hp;
+        vx_fit_hparams_default(&hp);
+        vx_fit_device *g = NULL;
+        memset(&h, 0, sizeof h);
+        OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, f.sh_degree, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
+        size_t n = nvox(&f) * f.nc;
+        for (int it = 0; it < 5; it++) {
+            /* every step starts the GPU from the CPU's state (parameters, both Adam moments, the
+             * step count): one step is compared, not a trajectory. Over five free-running steps
+             * the two drifted apart for about one seed in ten (H200, 2026-12-03: 3 of 34 runs, the
+             * same seed failing twice, so not a race): atomics sum the gradient in another order,
+             * and Adam's 1/sqrt(v) and lazy zero test amplify those last bits step after step. */
+            vx_fit_model_free_cuda(g);
+            OK(vx_fit_model_upload_cuda(&g, &f, 4096));
+            OK(vx_fit_update_params_cuda(g, 1e-4f));
+            vx_fit_batch b;
+            random_batch(&f, &b, 4096);
+            OK(vx_fit_occupancy_build_cpu(&f, 8));
+            OK(vx_fit_occupancy_build_cuda(g, 8));
+            vx_fit_zero_grad_cpu(&f);
+            OK(vx_fit_zero_grad_cuda(g));
+            double lc = vx_fit_rays_backward_cpu(&f, &b, NULL), lg, tg;
+            OK(vx_fit_rays_backward_cuda(g, &b, NULL, &lg));
+            vx_fit_tv_backward_cpu(&f, hp.tv_sigma, hp.tv_sh, hp.tv_fraction, (uint64_t)it, hp.tv_eps);
+            OK(vx_fit_tv_backward_cuda(g, hp.tv_sigma, hp.tv_sh, hp.tv_fraction, (uint64_t)it, hp.tv_eps, &tg));
+            vx_fit_adam_step_cpu(&f, &hp, hp.lr_sigma, hp.lr_sh);
+            OK(vx_fit_adam_step_cuda(g, &hp, hp.lr_sigma, hp.lr_sh));
+            print_message("step %d: loss CPU %.6f GPU %.6f\n", it, lc, lg);
+            assert_true(fabs(lc - lg) <= 1e-3 * lc);
+            vx_fit_batch_free(&b);
+            OK(vx_fit_model_download_cuda(g, &h));
+            /* Adam divides by sqrt(v): tiny gradient differences can flip a step's sign where
+             * v ~ 0, and lazy Adam moves a parameter by a whole step or not at all where one
+             * side's gradient is exactly zero (a colour at the max(0, .) kink: 8 voxels x 9
+             * coefficients at once). Compare the bulk: 99.5% of entries within 1e-3 of the step
+             * size (a wrong rate or mask moves most of them). */
+            size_t off = 0;
+            for (size_t i = 0; i < n; i++) off += fabs(f.data[i] - h.data[i]) > 1e-3 * hp.lr_sigma;
+            print_message("step %d: %zu of %zu parameters differ by more than 1e-3 lr\n", it, off, n);
+            assert_true(off <= n / 200);
+        }
         vx_fit_model_free_cuda(g);
-        OK(vx_fit_model_upload_cuda(&g, &f, 4096));
-        OK(vx_fit_update_params_cuda(g, 1e-4f));
-        vx_fit_batch b;
-        random_batch(&f, &b, 4096);
-        OK(vx_fit_occupancy_build_cpu(&f, 8));
-        OK(vx_fit_occupancy_build_cuda(g, 8));
-        vx_fit_zero_grad_cpu(&f);
-        OK(vx_fit_zero_grad_cuda(g));
-        double lc = vx_fit_rays_backward_cpu(&f, &b, NULL), lg, tg;
-        OK(vx_fit_rays_backward_cuda(g, &b, NULL, &lg));
-        vx_fit_tv_backward_cpu(&f, hp.tv_sigma, hp.tv_sh, hp.tv_fraction, (uint64_t)it, hp.tv_eps);
-        OK(vx_fit_tv_backward_cuda(g, hp.tv_sigma, hp.tv_sh, hp.tv_fraction, (uint64_t)it, hp.tv_eps, &tg));
-        vx_fit_adam_step_cpu(&f, &hp, hp.lr_sigma, hp.lr_sh);
-        OK(vx_fit_adam_step_cuda(g, &hp, hp.lr_sigma, hp.lr_sh));
-        print_message("step %d: loss CPU %.6f GPU %.6f\n", it, lc, lg);
-        assert_true(fabs(lc - lg) <= 1e-3 * lc);
-        vx_fit_batch_free(&b);
-        OK(vx_fit_model_download_cuda(g, &h));
-        /* Adam divides by sqrt(v): tiny gradient differences can flip a step's sign where
-         * v ~ 0, and lazy Adam moves a parameter by a whole step or not at all where one
-         * side's gradient is exactly zero (a colour at the max(0, .) kink: 8 voxels x 9
-         * coefficients at once). Compare the bulk: 99.5% of entries within 1e-3 of the step
-         * size (a wrong rate or mask moves most of them). */
-        size_t off = 0;
-        for (size_t i = 0; i < n; i++) off += fabs(f.data[i] - h.data[i]) > 1e-3 * hp.lr_sigma;
-        print_message("step %d: %zu of %zu parameters differ by more than 1e-3 lr\n", it, off, n);
-        assert_true(off <= n / 200);
+        g = NULL;
+        vx_fit_model_free(&f);
+        vx_fit_model_free(&h);
     }
-    vx_fit_model_free_cuda(g);
-    vx_fit_model_free(&f);
-    vx_fit_model_free(&h);
 }
 
 int main(void) {
