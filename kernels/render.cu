@@ -42,9 +42,6 @@ template <int DEC, int DEG> struct vx_dec_traits {
     static constexpr int nc = DEC == VX_DEC_RGBA ? 4 : DEC == VX_DEC_SH ? 1 + 3 * (DEG + 1) * (DEG + 1) : 1;
 };
 
-/* Where a lattice point's channels live: dense (z, y, x, c), or the apron blocks of a sparse
- * grid, float32 or float16. corners<NC>() gives the eight corner pointers of a trilinear cell
- * (NC: the decoder's channels, the apron blocks' channel stride). */
 /* The block a ray is in: consecutive samples mostly stay in one brick, so its table entry is
  * read once, not once a sample (the table read is a dependent load before the voxels').
  * 32-bit: the upload refuses tables of 2^32 entries or more (lattices past 16384^3). */
@@ -52,6 +49,9 @@ struct vx_brick_cache {
     unsigned key;    /* table index of the cached brick, or UINT_MAX */
     int slot;        /* its block */
 };
+/* Where a lattice point's channels live: dense (z, y, x, c), or the apron blocks of a sparse
+ * grid, float32 or float16. corners<NC>() gives the eight corner pointers of a trilinear cell
+ * (NC: the decoder's channels, the apron blocks' channel stride). */
 template <typename T> struct vx_dense_store {
     typedef T elem;
     const T *data;
