@@ -13,7 +13,7 @@ extern "C" {
 
 typedef struct vx_cuda_volume vx_cuda_volume;
 
-/* Upload the grid, dense or sparse bricks (float32, or float16 when half), and build the
+/* Upload the grid, dense or sparse (as apron blocks; float32, or float16 when half), and build the
  * occupancy grid on the device from the decoded density (sparse: upload v->occ). v->mp
  * supplies the march parameters. */
 int vx_volume_upload_cuda(vx_cuda_volume **out, const vx_volume *v, const vx_grid *g, int half);
@@ -23,6 +23,9 @@ int vx_volume_update_cuda(vx_cuda_volume *cv, const vx_volume *v);
 /* Render a frame; fills f->rgb, f->alpha, f->depth (when non-NULL) and the counters. */
 int vx_render_cuda(vx_cuda_volume *cv, const vx_camera *c, vx_frame *f);
 void vx_volume_free_cuda(vx_cuda_volume *cv);
+/* Device memory the grid's storage takes: the dense values, or the apron blocks and their
+ * table (sparse grids are uploaded as apron blocks: sparse_apron.h). */
+size_t vx_volume_bytes_cuda(const vx_cuda_volume *cv);
 /* Render into the volume's device buffers only (no copy to the host), for benchmarks:
  * returns the kernel time from CUDA events and the frame's counters. */
 int vx_render_device_cuda(vx_cuda_volume *cv, const vx_camera *c, int want_depth, float *ms,

@@ -3,9 +3,9 @@
  * same march as the CPU reference: vx_march_run (march.h) with this file's op.
  * backend.c reaches it through cuda_render.h (vx_volume_upload_cuda, vx_render_cuda).
  *
- * Speed: kernels are instantiated per storage (dense or sparse bricks, float32 or float16)
- * and decoder (rgba, sh degree 0..3, scalar), so the channel count is a constant and the raw
- * channels live in registers; empty space is crossed one occupancy cell at a time (the
+ * Speed: kernels are instantiated per storage (dense, or sparse bricks in the apron layout of
+ * sparse_apron.h; float32 or float16) and decoder (rgba, sh degree 0..3, scalar), so the
+ * channel count is a constant and the raw channels live in registers; empty space is crossed one occupancy cell at a time (the
  * same cell-exit jump as march.h, i.e. a DDA over the occupancy grid); rays stop when
  * T < stop. Pixels are 8x8 tiles so neighbouring rays share cache lines. */
 #include <cuda_fp16.h>
@@ -15,15 +15,18 @@
 #include "cuda_device.h"
 #include "cuda_render.h"
 #include "load.cuh"
+#include "sparse_apron.h"
 
 struct vx_cuda_volume {
     vx_march_params mp;
-    void *d_grid;             /* dense: (z,y,x,c); sparse: the brick pool then nc background values */
+    void *d_grid;             /* dense: (z,y,x,c); sparse: apron blocks, the background block last */
     int half;                 /* float16 storage */
-    int sparse;               /* bricks: d_table + d_grid */
-    int32_t *d_table;         /* sparse brick table (sparse.h) */
+    int sparse;               /* apron blocks: d_table + d_grid */
+    int32_t *d_table;         /* block slot of every brick (sparse_apron.h) */
     int bn[3];
-    size_t nbricks;
+    size_t nblocks;           /* apron blocks with data (the pool holds one more) */
+    int apron_nc;             /* channels an apron voxel keeps: the decoder's */
+    size_t grid_bytes;        /* device memory of the grid's storage (values and table) */
     unsigned char *d_occ;     /* occupancy cells, NULL when skipping is off */
     size_t occ_count;
     float *d_rgb, *d_alpha, *d_depth;
@@ -39,14 +42,16 @@ template <int DEC, int DEG> struct vx_dec_traits {
     static constexpr int nc = DEC == VX_DEC_RGBA ? 4 : DEC == VX_DEC_SH ? 1 + 3 * (DEG + 1) * (DEG + 1) : 1;
 };
 
-/* Where a lattice point's channels live: dense (z, y, x, c) or sparse bricks (sparse.h),
- * float32 or float16. corners() gives the eight corner pointers of a trilinear cell. */
-/* The brick a ray is in: consecutive samples mostly stay in one brick, so its table entry is
- * read once, not once a sample (the table read is a dependent load before the voxels'). */
-template <typename T> struct vx_brick_cache {
-    size_t key;      /* table index of the cached brick, or SIZE_MAX */
-    const T *base;   /* its voxels, or NULL when absent (background) */
+/* The block a ray is in: consecutive samples mostly stay in one brick, so its table entry is
+ * read once, not once a sample (the table read is a dependent load before the voxels').
+ * 32-bit: the upload refuses tables of 2^32 entries or more (lattices past 16384^3). */
+struct vx_brick_cache {
+    unsigned key;    /* table index of the cached brick, or UINT_MAX */
+    int slot;        /* its block */
 };
+/* Where a lattice point's channels live: dense (z, y, x, c), or the apron blocks of a sparse
+ * grid, float32 or float16. corners<NC>() gives the eight corner pointers of a trilinear cell
+ * (NC: the decoder's channels, the apron blocks' channel stride). */
 template <typename T> struct vx_dense_store {
     typedef T elem;
     const T *data;
@@ -54,7 +59,7 @@ template <typename T> struct vx_dense_store {
     __device__ __forceinline__ const T *voxel(int x, int y, int z) const {
         return data + (size_t)z * sz + (size_t)y * sy + (size_t)x * nc;
     }
-    __device__ __forceinline__ void corners(const vx_cell &c, const T *p[8], vx_brick_cache<T> &) const {
+    template <int NC> __device__ __forceinline__ void corners(const vx_cell &c, const T *p[8], vx_brick_cache &) const {
 #pragma unroll
         for (int k = 0; k < 8; k++) {
             int x, y, z;
@@ -63,34 +68,24 @@ template <typename T> struct vx_dense_store {
         }
     }
 };
-template <typename T> struct vx_sparse_store {
+/* Sparse: every cell lies in the block of the brick holding its low corner (sparse.h), and
+ * bricks without data point at the background block, so a sample is one (cached) table read
+ * and eight loads from one block at constant offsets from its low corner (one address
+ * register, immediate offsets): no test for absence, no cell straddling bricks. */
+template <typename T> struct vx_apron_store {
     typedef T elem;
-    const int32_t *table;
-    const T *pool, *background;
-    int bn[3], nc;
-    __device__ __forceinline__ size_t key(int x, int y, int z) const {
-        return ((size_t)(z >> VX_BRICK_LOG2) * bn[1] + (y >> VX_BRICK_LOG2)) * bn[0] + (x >> VX_BRICK_LOG2);
-    }
-    __device__ __forceinline__ const T *brick(size_t k) const {
-        int32_t slot = __ldg(table + k);
-        return slot < 0 ? nullptr : pool + (size_t)slot * VX_BRICK_VOXELS * nc;
-    }
-    __device__ __forceinline__ const T *in_brick(const T *base, int x, int y, int z) const {
-        size_t local = ((size_t)(z & (VX_BRICK - 1)) * VX_BRICK + (y & (VX_BRICK - 1))) * VX_BRICK + (x & (VX_BRICK - 1));
-        return base ? base + local * nc : background;
-    }
-    /* Corner 0's brick goes through the ray's cache; a corner in another brick (a cell
-     * straddling a brick face) reads the table itself. */
-    __device__ __forceinline__ void corners(const vx_cell &c, const T *p[8], vx_brick_cache<T> &cc) const {
-        size_t k0 = key(c.x[0], c.y[0], c.z[0]);
-        if (k0 != cc.key) { cc.key = k0; cc.base = brick(k0); }
-#pragma unroll
-        for (int k = 0; k < 8; k++) {
-            int x, y, z;
-            vx_cell_corner(&c, k, &x, &y, &z);
-            size_t kk = key(x, y, z);
-            p[k] = in_brick(kk == k0 ? cc.base : brick(kk), x, y, z);
+    const int32_t *table;     /* block slot of every brick */
+    const T *pool;            /* blocks of VX_APRON_VOXELS * NC elements */
+    int bn[3];
+    template <int NC> __device__ __forceinline__ void corners(const vx_cell &c, const T *p[8], vx_brick_cache &cc) const {
+        unsigned k = (unsigned)vx_sparse_brick_index(bn, c.x[0], c.y[0], c.z[0]);
+        if (k != cc.key) {
+            cc.key = k;
+            cc.slot = __ldg(table + k);
         }
+        const T *p0 = pool + (size_t)cc.slot * (VX_APRON_VOXELS * NC) + vx_apron_cell(NC, c.x[0], c.y[0], c.z[0]);
+#pragma unroll
+        for (int q = 0; q < 8; q++) p[q] = p0 + vx_apron_corner(NC, q);
     }
 };
 
@@ -100,7 +95,7 @@ template <typename T> struct vx_sparse_store {
 template <class S, int DEC, int DEG> struct vx_render_op {
     const vx_march_params *m;
     S store;
-    vx_brick_cache<typename S::elem> cache; /* sparse storage: the ray's current brick */
+    vx_brick_cache cache; /* sparse storage: the ray's current block */
 
     static __device__ __forceinline__ float sample(void *op, const vx_sample *s, vx_vec3 d, float *rgb) {
         constexpr int NC = vx_dec_traits<DEC, DEG>::nc;
@@ -110,10 +105,19 @@ template <class S, int DEC, int DEG> struct vx_render_op {
         float v[8][NC], raw[NC];
         const typename S::elem *cp[8];
         vx_trilinear_cell(m->nx, m->ny, m->nz, s->p, &c);
-        r->store.corners(c, cp, r->cache);
+        r->store.template corners<NC>(c, cp, r->cache);
+        const float *vp[8] = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
+        if constexpr (DEC == VX_DEC_SH && NC > 4) {
+            /* density first: a sample without density (a third to two thirds of those in
+             * occupied cells) reads channel 0 of its corners, not all NC. The same blend
+             * and activation as vx_decode_sh's, so a sample it passes decodes as before. */
+#pragma unroll
+            for (int k = 0; k < 8; k++) vx_load_point<1>(cp[k], v[k]);
+            vx_cell_blend(&c, vp, 1, raw);
+            if (!(vx_density_activate(m->dec.density_act, raw[0]) * m->dec.density_scale > 0.0f)) return 0.0f;
+        }
 #pragma unroll
         for (int k = 0; k < 8; k++) vx_load_point<NC>(cp[k], v[k]);
-        const float *vp[8] = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
         vx_cell_blend(&c, vp, NC, raw);
         if constexpr (DEC == VX_DEC_SCALAR) {
             float sigma = vx_decode_scalar(&m->dec, raw, rgb);
@@ -121,7 +125,7 @@ template <class S, int DEC, int DEG> struct vx_render_op {
                 float f[6];
                 for (int q = 0; q < 6; q++) {
                     vx_trilinear_cell(m->nx, m->ny, m->nz, vx_gradient_probe(s->p, q), &c);
-                    r->store.corners(c, cp, r->cache);
+                    r->store.template corners<NC>(c, cp, r->cache);
 #pragma unroll
                     for (int k = 0; k < 8; k++) vx_load_point<1>(cp[k], v[k]);
                     vx_cell_blend(&c, vp, 1, f + q);
@@ -142,8 +146,16 @@ template <class S, int DEC, int DEG> struct vx_render_op {
 // ----------------------------------------------------------------------------------------
 // the fused kernel: one thread per pixel runs vx_march_run with the renderer's op
 
+/* Blocks of 128 threads an SM that ptxas must fit (0: its own choice, which every kernel
+ * but one gets; forcing more spills them). Sparse float32 SH degree 2 (sh-glass, the fitted
+ * scenes) asks for 5: left alone ptxas gives it 104 registers (4 blocks, 16 warps an SM)
+ * where dense gets 90 (5 blocks); at 5 it takes 96 and reloads two loop constants from the
+ * stack (8 bytes) per sample. */
+template <class S, int DEC, int DEG> struct vx_min_blocks { static constexpr int n = 0; };
+template <> struct vx_min_blocks<vx_apron_store<float>, VX_DEC_SH, 2> { static constexpr int n = 5; };
+
 template <class S, int DEC, int DEG>
-__global__ void __launch_bounds__(128)
+__global__ void __launch_bounds__(128, vx_min_blocks<S, DEC, DEG>::n)
 vx_render_kernel(const __grid_constant__ vx_march_params m, const __grid_constant__ vx_camera cam, const S store,
                  const unsigned char *__restrict__ occ, float *__restrict__ out_rgb,
                  float *__restrict__ out_alpha, float *__restrict__ out_depth,
@@ -154,7 +166,7 @@ vx_render_kernel(const __grid_constant__ vx_march_params m, const __grid_constan
     if (inside) {
         vx_vec3 o, d;
         vx_camera_ray(&cam, (float)j + 0.5f, (float)i + 0.5f, &o, &d);
-        vx_render_op<S, DEC, DEG> op = {&m, store, {~(size_t)0, nullptr}};
+        vx_render_op<S, DEC, DEG> op = {&m, store, {~0u, 0}};
         float u = vx_pixel_jitter(m.jitter_seed, (unsigned long long)i * cam.width + j);
         vx_ray_result r = vx_march_run(&m, occ, o, d, u, &op);
         samples = r.samples;
@@ -220,9 +232,10 @@ static int vx__launch_render(const vx_cuda_volume *cv, const S &store, const vx_
 template <typename T> static int vx__launch_typed(const vx_cuda_volume *cv, const vx_camera *c, float *depth) {
     const vx_march_params &m = cv->mp;
     if (cv->sparse) {
-        const T *pool = (const T *)cv->d_grid;
-        vx_sparse_store<T> st = {cv->d_table, pool, pool + cv->nbricks * VX_BRICK_VOXELS * m.nc,
-                                 {cv->bn[0], cv->bn[1], cv->bn[2]}, m.nc};
+        if (vx_decoder_channels(&m.dec) != cv->apron_nc)
+            return vx_error("cuda render: the decoder reads %d channels, the device's bricks hold %d (upload again)",
+                            vx_decoder_channels(&m.dec), cv->apron_nc);
+        vx_apron_store<T> st = {cv->d_table, (const T *)cv->d_grid, {cv->bn[0], cv->bn[1], cv->bn[2]}};
         return vx__launch_render(cv, st, c, depth);
     }
     size_t sy = (size_t)m.nx * m.nc;
@@ -273,37 +286,67 @@ static int vx__occ_update(vx_cuda_volume *cv, const vx_volume *v) {
     return vx_cuda_upload(cv->d_occ, v->occ, count);
 }
 
-/* Upload n floats as float32, or as float16 through a float32 staging buffer. */
-static int vx__upload_values(void *d_dst, const float *h_src, size_t n, int half) {
-    if (!half) return vx_cuda_upload(d_dst, h_src, n * sizeof(float));
-    float *d_tmp = NULL;
-    int rc = vx_cuda_alloc((void **)&d_tmp, n * sizeof(float), "float16 upload buffer") ||
-             vx_cuda_upload(d_tmp, h_src, n * sizeof(float)) || vx_cuda_to_half(d_tmp, d_dst, n) || vx_cuda_sync();
+/* Upload n floats to element offset `at` of d_dst as float32, or as float16 through the
+ * float32 staging buffer d_tmp (n floats at least). */
+static int vx__upload_values(void *d_dst, size_t at, const float *h_src, size_t n, int half, float *d_tmp) {
+    if (!half) return vx_cuda_upload((float *)d_dst + at, h_src, n * sizeof(float));
+    return vx_cuda_upload(d_tmp, h_src, n * sizeof(float)) || vx_cuda_to_half(d_tmp, (__half *)d_dst + at, n) ? -1 : 0;
+}
+
+/* Staging for float16 uploads of up to n floats (none for float32). */
+static int vx__staging(float **d_tmp, size_t n, int half) {
+    *d_tmp = NULL;
+    return half ? vx_cuda_alloc((void **)d_tmp, n * sizeof(float), "float16 upload buffer") : 0;
+}
+
+/* A sparse grid as apron blocks (sparse_apron.h) of the decoder's channels: the block table,
+ * then the blocks, built on the host a chunk at a time (64 MiB of float32) and streamed up,
+ * so the device holds only the blocks and the host one chunk more than the grid. */
+static int vx__upload_apron(vx_cuda_volume *cv, const vx_grid *g) {
+    const vx_sparse *sp = g->sparse;
+    int nc = vx_decoder_channels(&cv->mp.dec);
+    size_t es = cv->half ? 2 : 4, bsize = (size_t)VX_APRON_VOXELS * nc;
+    size_t ntab = (size_t)sp->bn[0] * sp->bn[1] * sp->bn[2];
+    if (ntab >= ((size_t)1 << 32))
+        return vx_error("cuda render: a brick table of %zu entries is past the 2^32 the renderer indexes", ntab);
+    vx_apron a;
+    if (vx_apron_plan(sp, g->nx, g->ny, g->nz, nc, &a, "sparse grid for the device")) return -1;
+    cv->sparse = 1;
+    cv->apron_nc = nc;
+    memcpy(cv->bn, sp->bn, sizeof cv->bn);
+    cv->nblocks = a.nblocks;
+    size_t nall = a.nblocks + 1;
+    size_t chunk = ((size_t)64 << 20) / (bsize * sizeof(float));
+    if (chunk < 1) chunk = 1;
+    if (chunk > nall) chunk = nall;
+    cv->grid_bytes = ntab * sizeof(int32_t) + nall * bsize * es;
+    float *h_buf = (float *)vx_malloc(chunk * bsize * sizeof(float), "apron blocks for the device"), *d_tmp = NULL;
+    int rc = !h_buf || vx_cuda_alloc((void **)&cv->d_table, ntab * sizeof(int32_t), "block table on the device") ||
+             vx_cuda_upload(cv->d_table, a.table, ntab * sizeof(int32_t)) ||
+             vx_cuda_alloc(&cv->d_grid, nall * bsize * es, "apron blocks on the device") ||
+             vx__staging(&d_tmp, chunk * bsize, cv->half);
+    for (size_t first = 0; !rc && first < nall; first += chunk) {
+        size_t n = nall - first < chunk ? nall - first : chunk;
+        vx_apron_fill_cpu(sp, &a, first, n, h_buf);
+        rc = vx__upload_values(cv->d_grid, first * bsize, h_buf, n * bsize, cv->half, d_tmp);
+    }
+    rc = rc || vx_cuda_sync();
     vx_cuda_free(d_tmp);
+    free(h_buf);
+    vx_apron_free(&a);
     return rc ? -1 : 0;
 }
 
-/* The grid's storage on the device: dense values, or the brick table, the pool and the
- * background (stored right after the pool, so absent bricks read it like any voxel). */
+/* The grid's storage on the device: dense values, or the apron blocks of a sparse grid. */
 static int vx__upload_grid(vx_cuda_volume *cv, const vx_grid *g) {
-    size_t es = cv->half ? 2 : 4;
-    if (!g->sparse) {
-        size_t count = vx_grid_count(g);
-        if (vx_cuda_alloc(&cv->d_grid, count * es, "grid on the device")) return -1;
-        return vx__upload_values(cv->d_grid, g->data, count, cv->half);
-    }
-    const vx_sparse *sp = g->sparse;
-    cv->sparse = 1;
-    memcpy(cv->bn, sp->bn, sizeof cv->bn);
-    cv->nbricks = sp->nbricks;
-    size_t ntab = (size_t)sp->bn[0] * sp->bn[1] * sp->bn[2];
-    size_t npool = sp->nbricks * VX_BRICK_VOXELS * (size_t)sp->nc;
-    if (vx_cuda_alloc((void **)&cv->d_table, ntab * sizeof(int32_t), "brick table on the device") ||
-        vx_cuda_upload(cv->d_table, sp->table, ntab * sizeof(int32_t)) ||
-        vx_cuda_alloc(&cv->d_grid, (npool + sp->nc) * es, "brick pool on the device") ||
-        (npool && vx__upload_values(cv->d_grid, sp->pool, npool, cv->half)))
-        return -1;
-    return vx__upload_values((char *)cv->d_grid + npool * es, sp->background, (size_t)sp->nc, cv->half);
+    if (g->sparse) return vx__upload_apron(cv, g);
+    size_t count = vx_grid_count(g), es = cv->half ? 2 : 4;
+    cv->grid_bytes = count * es;
+    float *d_tmp = NULL;
+    int rc = vx_cuda_alloc(&cv->d_grid, count * es, "grid on the device") || vx__staging(&d_tmp, count, cv->half) ||
+             vx__upload_values(cv->d_grid, 0, g->data, count, cv->half, d_tmp) || vx_cuda_sync();
+    vx_cuda_free(d_tmp);
+    return rc ? -1 : 0;
 }
 
 extern "C" int vx_volume_upload_cuda(vx_cuda_volume **out, const vx_volume *v, const vx_grid *g, int half) {
@@ -397,6 +440,8 @@ extern "C" int vx_volume_occupancy_cuda(const vx_cuda_volume *cv, unsigned char 
         return vx_error("cuda occupancy: asked for %zu cells, the device grid has %zu", count, cv->occ_count);
     return count ? vx_cuda_download(occ, cv->d_occ, count) : 0;
 }
+
+extern "C" size_t vx_volume_bytes_cuda(const vx_cuda_volume *cv) { return cv->grid_bytes; }
 
 extern "C" void vx_volume_free_cuda(vx_cuda_volume *cv) {
     if (!cv) return;

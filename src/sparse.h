@@ -47,6 +47,32 @@ VX_HD const float *vx_sparse_voxel(const vx_sparse *s, int x, int y, int z) {
     return off < 0 ? s->background : s->pool + off;
 }
 
+/* ---- the apron layout: the CUDA renderer's device form of a sparse grid (sparse_apron.h) ----
+ * The block of brick (bx, by, bz) holds lattice points [8bx, 8bx+8] x [8by, 8by+8] x [8bz, 8bz+8]
+ * (the brick and its +1 neighbours on the high side, read through the table when it is built),
+ * (z, y, x, c) inside, channel innermost; points past the lattice's far faces hold the nearest
+ * lattice point's value. A trilinear cell's eight corners then all lie in the block of the
+ * brick that holds its low corner, at fixed offsets from it (an axis of one lattice point
+ * reads its replica at +1): one table read and eight loads from one block. */
+#define VX_APRON 9                 /* lattice points per block edge */
+#define VX_APRON_VOXELS 729        /* VX_APRON^3 */
+
+/* Voxel index inside a block of lattice point (8bx + lx, 8by + ly, 8bz + lz), l* in 0..8. */
+VX_HD int vx_apron_voxel(int lx, int ly, int lz) { return (lz * VX_APRON + ly) * VX_APRON + lx; }
+
+/* Table index of the brick holding lattice point (x, y, z): the block a cell with that low
+ * corner reads. */
+VX_HD size_t vx_sparse_brick_index(const int bn[3], int x, int y, int z) {
+    return ((size_t)(z >> VX_BRICK_LOG2) * bn[1] + (y >> VX_BRICK_LOG2)) * bn[0] + (x >> VX_BRICK_LOG2);
+}
+
+/* Element offset inside its block of the cell with low corner (x0, y0, z0), and of corner k
+ * (vx_cell's order, k = 4 kz + 2 ky + kx) from there, for nc channels a voxel. */
+VX_HD int vx_apron_cell(int nc, int x0, int y0, int z0) {
+    return vx_apron_voxel(x0 & (VX_BRICK - 1), y0 & (VX_BRICK - 1), z0 & (VX_BRICK - 1)) * nc;
+}
+VX_HD int vx_apron_corner(int nc, int k) { return vx_apron_voxel(k & 1, (k >> 1) & 1, k >> 2) * nc; }
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,8 +2,9 @@
  * brick lookup equals the dense value at every lattice point, the drop rule keeps every
  * brick next to density, range/quantile agree on both storages, the .npz round trip
  * (float32 exact, float16 within half precision), every malformed file refused with one
- * line naming the file and the member, and make-scene --sparse equals from_dense of the
- * dense scene. */
+ * line naming the file and the member, make-scene --sparse equals from_dense of the
+ * dense scene, and the CUDA renderer's apron blocks (sparse_apron.h) hold every voxel the
+ * bricks do and give the same trilinear values. */
 #include "vx_test.h"
 
 #include <math.h>
@@ -11,7 +12,9 @@
 
 #include "make_scene.h"
 #include "npy.h"
+#include "march.h"
 #include "scene.h"
+#include "sparse_apron.h"
 #include "sparse_grid.h"
 #include "vx_common.h"
 
@@ -553,6 +556,111 @@ static void test_make_scene_sparse(void **state) {
         }
 }
 
+/* ---- the apron layout (the CUDA upload's form) ------------------------------------------- */
+
+/* A random sparse grid straight from its parts: each brick present with probability pfill,
+ * random values, a random background (not 0: absent bricks must read it). */
+static void random_sparse(vx_sparse *s, int nx, int ny, int nz, int nc, double pfill) {
+    int bn[3] = {(nx + 7) / 8, (ny + 7) / 8, (nz + 7) / 8};
+    size_t ntab = (size_t)bn[0] * bn[1] * bn[2];
+    int32_t *present = malloc(ntab * sizeof *present);
+    size_t nb = 0;
+    for (size_t t = 0; t < ntab; t++) present[t] = vx_test_rand() < pfill ? (int32_t)nb++ : -1;
+    assert_int_equal(vx_sparse_alloc(s, nx, ny, nz, nc, nb, "random sparse"), 0);
+    memcpy(s->table, present, ntab * sizeof *present);
+    for (size_t i = 0; i < nb * VX_BRICK_VOXELS * (size_t)nc; i++) s->pool[i] = (float)vx_test_uniform(-2, 2);
+    for (int c = 0; c < nc; c++) s->background[c] = (float)vx_test_uniform(-1, 1);
+    free(present);
+}
+
+static void test_apron_layout(void **state) {
+    (void)state;
+    static const int shapes[][5] = { /* nx, ny, nz, grid channels, channels kept */
+        {8, 8, 8, 4, 4}, {17, 9, 23, 4, 4}, {1, 13, 20, 5, 5}, {21, 1, 1, 28, 28},
+        {12, 30, 7, 1, 1}, {16, 16, 16, 6, 4}, {2, 2, 2, 3, 1}, {33, 17, 9, 28, 28},
+    };
+    for (size_t q = 0; q < sizeof shapes / sizeof shapes[0]; q++) {
+        int n[3] = {shapes[q][0], shapes[q][1], shapes[q][2]}, nc = shapes[q][3], keep = shapes[q][4];
+        for (int f = 0; f < 3; f++) {
+            vx_sparse s;
+            random_sparse(&s, n[0], n[1], n[2], nc, f == 0 ? 0.0 : f == 1 ? 0.3 : 1.0);
+            vx_apron a;
+            assert_int_equal(vx_apron_plan(&s, n[0], n[1], n[2], keep, &a, "apron test"), 0);
+            size_t ntab = (size_t)s.bn[0] * s.bn[1] * s.bn[2], bsize = (size_t)VX_APRON_VOXELS * keep;
+            size_t nall = a.nblocks + 1, half = nall / 2;
+            float *pool = malloc(nall * bsize * sizeof(float));
+            vx_apron_fill_cpu(&s, &a, 0, half, pool); /* in two chunks, as the upload does */
+            vx_apron_fill_cpu(&s, &a, half, nall - half, pool + half * bsize);
+            /* a block exactly for every brick that is present or has a present high neighbour */
+            size_t want = 0;
+            for (int bz = 0; bz < s.bn[2]; bz++)
+                for (int by = 0; by < s.bn[1]; by++)
+                    for (int bx = 0; bx < s.bn[0]; bx++) {
+                        int need = 0;
+                        for (int k = 0; k < 8; k++) {
+                            int x = bx + (k & 1), y = by + (k >> 1 & 1), z = bz + (k >> 2);
+                            if (x < s.bn[0] && y < s.bn[1] && z < s.bn[2])
+                                need |= s.table[((size_t)z * s.bn[1] + y) * s.bn[0] + x] >= 0;
+                        }
+                        want += (size_t)need;
+                    }
+            assert_int_equal(a.nblocks, want);
+            /* every block voxel of every brick (those pointing at the background block too) is
+             * the lattice point it stands for, clamped to the lattice */
+            size_t checked = 0;
+            for (size_t t = 0; t < ntab; t++) {
+                int32_t slot = a.table[t];
+                assert_true(slot >= 0 && (size_t)slot <= a.nblocks);
+                int b[3] = {(int)(t % s.bn[0]), (int)(t / s.bn[0] % s.bn[1]), (int)(t / ((size_t)s.bn[0] * s.bn[1]))};
+                const float *blk = pool + (size_t)slot * bsize;
+                for (int lz = 0; lz < VX_APRON; lz++)
+                    for (int ly = 0; ly < VX_APRON; ly++)
+                        for (int lx = 0; lx < VX_APRON; lx++) {
+                            int x = vx_mini(8 * b[0] + lx, n[0] - 1), y = vx_mini(8 * b[1] + ly, n[1] - 1);
+                            int z = vx_mini(8 * b[2] + lz, n[2] - 1);
+                            const float *got = blk + (size_t)vx_apron_voxel(lx, ly, lz) * keep;
+                            if (memcmp(got, vx_sparse_voxel(&s, x, y, z), sizeof(float) * (size_t)keep))
+                                fail_msg("%dx%dx%d: brick %zu voxel (%d,%d,%d) differs from lattice point (%d,%d,%d)",
+                                         n[0], n[1], n[2], t, lx, ly, lz, x, y, z);
+                            checked++;
+                        }
+            }
+            assert_int_equal(checked, ntab * VX_APRON_VOXELS);
+            /* the renderer's cell arithmetic (sparse.h) gives the brick lookup's trilinear
+             * value bit for bit, at random points, on the faces and past them */
+            for (int r = 0; r < 2000; r++) {
+                vx_vec3 p = vx_v3((float)vx_test_uniform(-0.5, n[0] - 0.5), (float)vx_test_uniform(-0.5, n[1] - 0.5),
+                                  (float)vx_test_uniform(-0.5, n[2] - 0.5));
+                if (r % 4 == 1) p.x = (float)(n[0] - 1);
+                if (r % 4 == 2) p.y = (float)(n[1] - 1);
+                if (r % 4 == 3) p.z = (float)n[2] + 3.0f;
+                float want_v[64], got_v[64];
+                vx_trilinear_fetch_grid(NULL, &s, n[0], n[1], n[2], nc, keep, p, want_v);
+                vx_cell c;
+                vx_trilinear_cell(n[0], n[1], n[2], p, &c);
+                const float *p0 = pool + (size_t)a.table[vx_sparse_brick_index(s.bn, c.x[0], c.y[0], c.z[0])] * bsize +
+                                  vx_apron_cell(keep, c.x[0], c.y[0], c.z[0]);
+                const float *v[8];
+                for (int k = 0; k < 8; k++) v[k] = p0 + vx_apron_corner(keep, k);
+                vx_cell_blend(&c, v, keep, got_v);
+                if (memcmp(got_v, want_v, sizeof(float) * (size_t)keep))
+                    fail_msg("%dx%dx%d: trilinear at (%g, %g, %g) differs from the bricks'", n[0], n[1], n[2], p.x, p.y, p.z);
+            }
+            free(pool);
+            vx_apron_free(&a);
+            vx_sparse_free(&s);
+        }
+    }
+    /* refused: more channels than the grid has, a lattice that does not match the table */
+    vx_sparse s;
+    vx_apron a;
+    random_sparse(&s, 9, 9, 9, 2, 0.5);
+    assert_int_equal(vx_apron_plan(&s, 9, 9, 9, 3, &a, "apron test"), -1);
+    assert_int_equal(vx_apron_plan(&s, 17, 9, 9, 2, &a, "apron test"), -1);
+    assert_non_null(strstr(vx_errmsg(), "apron test"));
+    vx_sparse_free(&s);
+}
+
 int main(void) {
     vx_test_seed();
     const struct CMUnitTest tests[] = {
@@ -561,6 +669,7 @@ int main(void) {
         cmocka_unit_test(test_drop_rule_keeps_neighbours), cmocka_unit_test(test_alloc_checks),
         cmocka_unit_test(test_file_roundtrip),    cmocka_unit_test(test_scene_load),
         cmocka_unit_test(test_bad_files),         cmocka_unit_test(test_make_scene_sparse),
+        cmocka_unit_test(test_apron_layout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,7 +18,7 @@ LAYERS = [
     (2, "formats, scenes, datasets, images",
                      [r"src/scene\.", r"src/formats", r"src/npy\.", r"src/tf\.c", r"src/make_scene\.",
                       r"src/dataset\.", r"src/image\.", r"src/frame\.", r"src/sparse\.c",
-                      r"src/sparse_io\.c", r"src/sparse_grid\.h"]),
+                      r"src/sparse_io\.c", r"src/sparse_grid\.h", r"src/sparse_apron\."]),
     (1, "march, decode, sparse, trilinear",
                      [r"src/march\.h", r"src/decode\.h", r"src/fit_march\.h",
                       r"kernels/fit_rays\.cuh", r"src/trilinear"]),

@@ -36,7 +36,7 @@ static int vx__bench_one(const vx_cli_common *cc, const vx_scene *s, int w, int 
     double *t = vx_calloc((size_t)frames, sizeof *t, "frame times");
     if (!t) return -1;
     long long samples = 0, hit = 0;
-    double e2e = 0, empty = 0;
+    double e2e = 0, empty = 0, mib = 0;
     int rc = -1;
     vx_frame f = {0};
     if (vx_frame_alloc(&f, w, h, 0)) goto done;
@@ -56,6 +56,7 @@ static int vx__bench_one(const vx_cli_common *cc, const vx_scene *s, int w, int 
         double t0 = vx_now();
         ok = ok && !vx_render_cuda(cv, &cam, &f);
         e2e = (vx_now() - t0) * 1e3;
+        mib = (double)vx_volume_bytes_cuda(cv) / (1 << 20);
         vx_volume_free_cuda(cv);
         vx_volume_free(&v);
         if (!ok) goto done;
@@ -80,13 +81,15 @@ static int vx__bench_one(const vx_cli_common *cc, const vx_scene *s, int w, int 
     double med = vx_median(t, frames);
     /* e2e (kernel + copy back) only exists on CUDA; on the CPU ms/frame is already end to
      * end, and samples/s is given in millions (CPU rates are a few hundred M/s) */
-    char e2e_s[32] = "-", rate_s[32];
+    char e2e_s[32] = "-", rate_s[32], mib_s[32] = "-", store[16];
     if (use_cuda) snprintf(e2e_s, sizeof e2e_s, "%.3f", e2e);
+    if (use_cuda) snprintf(mib_s, sizeof mib_s, "%.0f", mib);
+    snprintf(store, sizeof store, "%s%s", use_cuda && cc->ropts.half ? "f16" : "f32", s->grid.sparse ? " sp" : "");
     if (use_cuda) snprintf(rate_s, sizeof rate_s, "%.2f G", samples / (med * 1e-3) / 1e9);
     else snprintf(rate_s, sizeof rate_s, "%.1f M", samples / (med * 1e-3) / 1e6);
-    printf("  %-10s %4dx%-4d %4dx%-4d %-5s %9.3f %9.0f %9s %10s %8.1f %6.0f%%\n", s->name, s->grid.nx,
-           s->grid.nz, w, h, cc->ropts.half ? "f16" : "f32", med, 1e3 / med, e2e_s, rate_s,
-           hit ? (double)samples / hit : 0.0, 100 * empty);
+    printf("  %-10s %4dx%-4d %4dx%-4d %-7s %7s %9.3f %9.0f %9s %10s %8.1f %6.0f%%\n", s->name, s->grid.nx,
+           s->grid.nz, w, h, store, mib_s, med, 1e3 / med, e2e_s, rate_s, hit ? (double)samples / hit : 0.0,
+           100 * empty);
     rc = 0;
 done:
     vx_frame_free(&f);
@@ -132,8 +135,8 @@ static int vx__bench_render(int argc, char **argv) {
     } else {
         printf("backend: cpu\n");
     }
-    printf("  %-10s %-9s %-9s %-5s %9s %9s %9s %10s %8s %7s\n", "scene", "grid", "size", "store", "ms/frame",
-           "frames/s", "e2e ms", "samples/s", "spp ray", "empty");
+    printf("  %-10s %-9s %-9s %-7s %7s %9s %9s %9s %10s %8s %7s\n", "scene", "grid", "size", "store", "dev MiB",
+           "ms/frame", "frames/s", "e2e ms", "samples/s", "spp ray", "empty");
     for (int k = 0; k < nscenes; k++) {
         vx_scene s;
         cc.scene_path = scenes[k];

@@ -1,7 +1,8 @@
 /* test_render_cuda.c - the fused CUDA renderer against the CPU reference (march.h's
  * vx_march per pixel): analytic box cases, fresh random grids for every decoder in
- * float32 and float16, the GPU occupancy grid against vx_occupancy_build_cpu, and the
- * sample scenes named in $VX_TEST_SCENES. Needs a GPU: run by `make test-gpu`. */
+ * float32 and float16, the GPU occupancy grid against vx_occupancy_build_cpu, sparse
+ * storage (apron blocks on the device) against dense bit for bit, and the sample scenes
+ * named in $VX_TEST_SCENES. Needs a GPU: run by `make test-gpu`. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -404,11 +405,119 @@ static void test_scenes(void **state) {
     }
 }
 
+/* ---- sparse storage: the apron blocks against the dense lattice, bit for bit ------------- */
+
+/* Random bricks (each present with probability 0.4) and a background with density, so cells
+ * at every kind of brick face (present next to absent, absent next to absent) carry light;
+ * values rounded through float16 when half, so both uploads store the same numbers. */
+static void random_sparse_grid(vx_grid *g, int nx, int ny, int nz, int nc, int half) {
+    memset(g, 0, sizeof *g);
+    g->nx = nx; g->ny = ny; g->nz = nz; g->nc = nc;
+    g->align_corners = 1;
+    snprintf(g->source, sizeof g->source, "random sparse %dx%dx%dx%d", nx, ny, nz, nc);
+    int bn[3] = {(nx + 7) / 8, (ny + 7) / 8, (nz + 7) / 8};
+    size_t ntab = (size_t)bn[0] * bn[1] * bn[2], nb = 0;
+    int32_t *tab = malloc(ntab * sizeof *tab);
+    for (size_t t = 0; t < ntab; t++) tab[t] = frand(0, 1) < 0.4f ? (int32_t)nb++ : -1;
+    g->sparse = malloc(sizeof *g->sparse);
+    assert_non_null(g->sparse);
+    OK(vx_sparse_alloc(g->sparse, nx, ny, nz, nc, nb, "random sparse"));
+    memcpy(g->sparse->table, tab, ntab * sizeof *tab);
+    free(tab);
+    for (size_t i = 0; i < nb * VX_BRICK_VOXELS * (size_t)nc; i++)
+        g->sparse->pool[i] = i % (size_t)nc == 0 ? frand(-0.5f, 1.5f) : frand(-2, 2);
+    for (int c = 0; c < nc; c++) g->sparse->background[c] = c == 0 ? 0.4f : frand(-1, 1);
+    if (half) {
+        for (size_t i = 0; i < nb * VX_BRICK_VOXELS * (size_t)nc; i++)
+            g->sparse->pool[i] = vx_half_to_float(vx_float_to_half(g->sparse->pool[i]));
+        for (int c = 0; c < nc; c++) g->sparse->background[c] = vx_half_to_float(vx_float_to_half(g->sparse->background[c]));
+    }
+}
+
+/* Upload (occupancy from the host for sparse, as volume.c does) and render one frame. */
+static void render_grid(const vx_march_params *m, const vx_grid *g, int half, const vx_camera *cam, vx_frame *f) {
+    vx_volume v;
+    memset(&v, 0, sizeof v);
+    v.mp = *m;
+    v.data = g->data;
+    v.sparse = g->sparse;
+    int dims[3];
+    if (g->sparse && m->occ_b) {
+        OK(vx_occupancy_build_cpu(g, &m->dec, m->occ_b, &v.occ, dims));
+        v.occ_count = (size_t)dims[0] * dims[1] * dims[2];
+    }
+    vx_cuda_volume *cv = NULL;
+    OK(vx_volume_upload_cuda(&cv, &v, g, half));
+    OK(vx_frame_alloc(f, cam->width, cam->height, 1));
+    OK(vx_render_cuda(cv, cam, f));
+    vx_volume_free_cuda(cv);
+    free(v.occ);
+}
+
+static void test_sparse_exact(void **state) {
+    (void)state;
+    const int w = 80, h = 64;
+    struct { const char *name; int type, deg, nc, dact, cact; } cases[] = {
+        {"rgba", VX_DEC_RGBA, 0, 4, VX_DACT_RELU, VX_CACT_SIGMOID},
+        {"sh1", VX_DEC_SH, 1, 13, VX_DACT_SOFTPLUS, VX_CACT_PLENOXELS},
+        {"sh2", VX_DEC_SH, 2, 28, VX_DACT_RELU, VX_CACT_SIGMOID},
+        {"scalar shaded", VX_DEC_SCALAR, 0, 1, VX_DACT_RELU, VX_CACT_CLAMP},
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++)
+        for (int half = 0; half < 2; half++) {
+            int nx = 17 + (int)frand(0, 20), ny = 9 + (int)frand(0, 20), nz = 24 + (int)frand(0, 20);
+            float w2i[12], ctr[3], rad;
+            placement(nx, ny, nz, w2i, ctr, &rad);
+            vx_grid sg, dg;
+            random_sparse_grid(&sg, nx, ny, nz, cases[t].nc, half);
+            OK(vx_sparse_to_dense(&sg, &dg));
+            vx_march_params m;
+            params(&m, nx, ny, nz, cases[t].nc, w2i, frand(0.02f, 0.05f), half ? 4 : 8);
+            memset(&m.dec, 0, sizeof m.dec);
+            m.dec.type = cases[t].type;
+            m.dec.sh_degree = cases[t].deg;
+            m.dec.density_act = cases[t].dact;
+            m.dec.color_act = cases[t].cact;
+            m.dec.density_scale = 3.0f;
+            if (m.dec.type == VX_DEC_SCALAR) {
+                m.dec.shade = 1;
+                m.dec.window_lo = 0.0f;
+                m.dec.window_hi = 1.0f;
+                float tf[3][5] = {{0, 0, 0, 0, 0}, {0.5f, 0.2f, 0.9f, 0.4f, 1.0f}, {1, 1, 1, 1, 3.0f}};
+                m.dec.tf_n = 3;
+                memcpy(m.dec.tf, tf, sizeof tf);
+            }
+            m.stop = 1e-3f;
+            m.jitter_seed = 7u + (unsigned)t;
+            vx_camera cam;
+            vx_vec3 dir = vx_norm(vx_v3(frand(-1, 1), frand(0.2f, 1), frand(-1, 1)));
+            float eye[3] = {ctr[0] + 2.2f * rad * dir.x, ctr[1] + 2.2f * rad * dir.y, ctr[2] + 2.2f * rad * dir.z};
+            look_at(&cam, eye, ctr, 40.0f, w, h);
+            vx_frame fd, fs;
+            render_grid(&m, &dg, half, &cam, &fd);
+            render_grid(&m, &sg, half, &cam, &fs);
+            size_t np = (size_t)w * h;
+            double e = max_diff(fs.rgb, fd.rgb, np * 3, NULL), ea = max_diff(fs.alpha, fd.alpha, np, NULL);
+            double ed = max_diff(fs.depth, fd.depth, np, NULL);
+            print_message("%-14s %s %dx%dx%d: %zu of %zu bricks; sparse - dense: rgb %.1e opacity %.1e depth %.1e, "
+                          "samples %lld / %lld\n", cases[t].name, half ? "f16" : "f32", nx, ny, nz, sg.sparse->nbricks,
+                          (size_t)sg.sparse->bn[0] * sg.sparse->bn[1] * sg.sparse->bn[2], e, ea, ed, fs.samples, fd.samples);
+            if (!(e == 0 && ea == 0 && ed == 0 && fs.samples == fd.samples))
+                fail_msg("%s %s: sparse and dense storage render different frames", cases[t].name, half ? "f16" : "f32");
+            assert_true(fd.samples > 0);
+            vx_frame_free(&fd);
+            vx_frame_free(&fs);
+            vx_grid_free(&sg);
+            vx_grid_free(&dg);
+        }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_box_analytic),
         cmocka_unit_test(test_bad_params),
         cmocka_unit_test(test_random_decoders),
+        cmocka_unit_test(test_sparse_exact),
         cmocka_unit_test(test_scenes),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
