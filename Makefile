@@ -136,8 +136,8 @@ endif
 LDLIBS   += $(VDB_LIBS)
 
 # ---- NanoVDB ----------------------------------------------------------------------------
-# src/formats/nvdb.cpp (.nvdb read and write) and the HDDA bench kernel (kernels/hdda.cu)
-# are built when NanoVDB's headers (header-only: Debian's libnanovdb-dev, or the .deps
+# src/formats/nvdb.cpp (.nvdb read and write), src/render_hdda_cpu.cpp and the HDDA bench
+# kernel kernels/hdda.cu (`voxray bench hdda`) are built when NanoVDB's headers (header-only: Debian's libnanovdb-dev, or the .deps
 # bundle) are found and NO_NANOVDB is unset; without them a .nvdb input fails with one line.
 NANOVDB_HEADER := $(firstword $(wildcard $(if $(DEPS),$(abspath $(DEPS))/include/nanovdb/NanoVDB.h) /usr/include/nanovdb/NanoVDB.h))
 NO_NANOVDB_WHY := libnanovdb-dev not found
@@ -146,12 +146,14 @@ NANOVDB_HEADER :=
 NO_NANOVDB_WHY := NO_NANOVDB=1
 endif
 ifneq ($(NANOVDB_HEADER),)
-NVDB_OBJ := $(BUILD)/src/formats/nvdb.o
+NVDB_OBJ := $(BUILD)/src/formats/nvdb.o $(BUILD)/src/render_hdda_cpu.o
+NVCCFLAGS += $(DEPS_CFLAGS)
 CFLAGS_BASE += -DVX_HAVE_NANOVDB=1
 NVDB_CXXFLAGS := -std=c++17 $(OPT) $(if $(filter clang,$(SAN)),-fno-sanitize=vptr$(comma)function$(comma)alignment) -fPIC -Wall -Wextra -MMD -MP -Isrc $(DEPS_CFLAGS) $(WERROR_C)
 LDLIBS   += $(if $(VDB_LIBS),,-lstdc++)
 else
 NVDB_OBJ :=
+CU_OBJ   := $(filter-out $(BUILD)/kernels/hdda.o,$(CU_OBJ))
 endif
 
 CFLAGS := $(CFLAGS_BASE) $(OPT)
@@ -220,6 +222,11 @@ $(BUILD)/src/formats/nvdb.o: src/formats/nvdb.cpp
 	@mkdir -p $(dir $@)
 	@echo "  CXX     $<"
 	$(Q)$(CXX_VDB) $(NVDB_CXXFLAGS) -c $< -o $@
+
+$(BUILD)/src/render_hdda_cpu.o: src/render_hdda_cpu.cpp
+	@mkdir -p $(dir $@)
+	@echo "  CXX     $<"
+	$(Q)$(CXX_VDB) $(NVDB_CXXFLAGS) -fopenmp -Ikernels -c $< -o $@
 
 $(BUILD)/kernels/%.o: kernels/%.cu
 	@mkdir -p $(dir $@)
