@@ -269,8 +269,10 @@ int vx_load(const char *path, const char *want, vx_grid *out, vx_decoder *dec, i
             return vx_error("%s: grid '%s' spans %lld voxels along %c (voxray takes at most 65536)", path, name, n[a],
                             "xyz"[a]);
     }
-    size_t need = nbricks * (size_t)VX_BRICK_VOXELS * sizeof(float);
-    if (nbricks > SIZE_MAX / VX_BRICK_VOXELS / sizeof(float) || need > vx_mem_budget())
+    /* the pool and the dense brick table, against the memory budget before either exists */
+    size_t table = (size_t)((n[0] + 7) / 8) * (size_t)((n[1] + 7) / 8) * (size_t)((n[2] + 7) / 8) * sizeof(int32_t);
+    size_t need = nbricks * (size_t)VX_BRICK_VOXELS * sizeof(float) + table;
+    if (nbricks > SIZE_MAX / 2 / VX_BRICK_VOXELS / sizeof(float) || need > vx_mem_budget())
         return vx_mem_refuse(path, need);
     vx_sparse *s = (vx_sparse *)calloc(1, sizeof *s);
     if (!s) return vx_error("%s: out of memory", path);

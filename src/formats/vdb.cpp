@@ -124,7 +124,8 @@ int vx_load(const char *path, const char *want, vx_grid *out, vx_decoder *dec, i
                             name.c_str(), n[a], "xyz"[a]);
     }
     int nc = col ? 4 : 1;
-    size_t need = nleaves * (size_t)VX_BRICK_VOXELS * nc * sizeof(float);
+    size_t need = nleaves * (size_t)VX_BRICK_VOXELS * nc * sizeof(float) + /* pool + brick table */
+                  (size_t)((n[0] + 7) / 8) * (size_t)((n[1] + 7) / 8) * (size_t)((n[2] + 7) / 8) * sizeof(int32_t);
     if (need > vx_mem_budget()) return vx_mem_refuse(path, need);
     vx_sparse *s = (vx_sparse *)calloc(1, sizeof *s);
     if (!s) return vx_error("%s: out of memory", path);
