@@ -135,6 +135,27 @@ VDB_LIBS :=
 endif
 LDLIBS   += $(VDB_LIBS)
 
+# ---- NanoVDB ----------------------------------------------------------------------------
+# src/formats/nvdb.cpp (.nvdb read and write), src/render_hdda_cpu.cpp and the HDDA bench
+# kernel kernels/hdda.cu (`voxray bench hdda`) are built when NanoVDB's headers (header-only: Debian's libnanovdb-dev, or the .deps
+# bundle) are found and NO_NANOVDB is unset; without them a .nvdb input fails with one line.
+NANOVDB_HEADER := $(firstword $(wildcard $(if $(DEPS),$(abspath $(DEPS))/include/nanovdb/NanoVDB.h) /usr/include/nanovdb/NanoVDB.h))
+NO_NANOVDB_WHY := libnanovdb-dev not found
+ifeq ($(NO_NANOVDB),1)
+NANOVDB_HEADER :=
+NO_NANOVDB_WHY := NO_NANOVDB=1
+endif
+ifneq ($(NANOVDB_HEADER),)
+NVDB_OBJ := $(BUILD)/src/formats/nvdb.o $(BUILD)/src/render_hdda_cpu.o
+NVCCFLAGS += $(DEPS_CFLAGS)
+CFLAGS_BASE += -DVX_HAVE_NANOVDB=1
+NVDB_CXXFLAGS := -std=c++17 $(OPT) $(if $(filter clang,$(SAN)),-fno-sanitize=vptr$(comma)function$(comma)alignment) -fPIC -Wall -Wextra -MMD -MP -Isrc $(DEPS_CFLAGS) $(WERROR_C)
+LDLIBS   += $(if $(VDB_LIBS),,-lstdc++)
+else
+NVDB_OBJ :=
+CU_OBJ   := $(filter-out $(BUILD)/kernels/hdda.o,$(CU_OBJ))
+endif
+
 CFLAGS := $(CFLAGS_BASE) $(OPT)
 
 # one line each when a part is left out (once: sub-makes inherit VX_SAID)
@@ -148,12 +169,15 @@ endif
 ifeq ($(VDB_HEADER),)
 $(info voxray: building without OpenVDB ($(NO_VDB_WHY)))
 endif
+ifeq ($(NANOVDB_HEADER),)
+$(info voxray: building without NanoVDB ($(NO_NANOVDB_WHY)))
+endif
 endif
 export VX_SAID := 1
 
 # ---- sources ----------------------------------------------------------------------------
 LIB_SRC  := $(filter-out src/main.c,$(wildcard src/*.c src/cmd/*.c src/formats/*.c))
-LIB_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRC)) $(CU_OBJ) $(VDB_OBJ)
+LIB_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRC)) $(CU_OBJ) $(VDB_OBJ) $(NVDB_OBJ)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 GPU_TEST_SRC := $(wildcard tests/gpu/test_*.c)
@@ -193,6 +217,16 @@ $(BUILD)/src/formats/vdb.o: src/formats/vdb.cpp
 	@mkdir -p $(dir $@)
 	@echo "  CXX     $<"
 	$(Q)$(CXX_VDB) $(VDB_CXXFLAGS) -c $< -o $@
+
+$(BUILD)/src/formats/nvdb.o: src/formats/nvdb.cpp
+	@mkdir -p $(dir $@)
+	@echo "  CXX     $<"
+	$(Q)$(CXX_VDB) $(NVDB_CXXFLAGS) -c $< -o $@
+
+$(BUILD)/src/render_hdda_cpu.o: src/render_hdda_cpu.cpp
+	@mkdir -p $(dir $@)
+	@echo "  CXX     $<"
+	$(Q)$(CXX_VDB) $(NVDB_CXXFLAGS) -fopenmp -Ikernels -c $< -o $@
 
 $(BUILD)/kernels/%.o: kernels/%.cu
 	@mkdir -p $(dir $@)

@@ -42,6 +42,12 @@ VX_HD float vx_density_activate(int act, float s) {
 
 VX_HD float vx_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 
+/* The density a voxel exports to OpenVDB / NanoVDB (convert): the raw value for scalar
+ * decoders, else the decoder's activation of channel 0 (density_scale left out). */
+VX_HD float vx_export_density(const vx_decoder *d, const float *v) {
+    return d->type == VX_DEC_SCALAR ? v[0] : vx_density_activate(d->density_act, v[0]);
+}
+
 /* Real spherical-harmonic basis, svox2/Plenoxels order and signs, for unit dir d. */
 VX_HD int vx_sh_basis(int degree, vx_vec3 d, float *b) {
     const float C0 = 0.28209479177387814f, C1 = 0.4886025119029199f;

@@ -266,12 +266,17 @@ VX_HD void vx_march_no_visit(void *op, const vx_composite *c, const vx_sample *s
 }
 
 #ifdef __cplusplus
+#ifdef __CUDACC__
+#define VX_MARCH_MEMBER static __host__ __device__ __forceinline__
+#else /* host C++ (render_hdda_cpu.cpp) */
+#define VX_MARCH_MEMBER static inline
+#endif
 #define VX_MARCH_OP_FUNCS(SAMPLE, VISIT)                                                                       \
-    static __host__ __device__ __forceinline__ float sample(void *o, const vx_sample *s, vx_vec3 d, float *rgb) { \
+    VX_MARCH_MEMBER float sample(void *o, const vx_sample *s, vx_vec3 d, float *rgb) {                         \
         return SAMPLE(o, s, d, rgb);                                                                           \
     }                                                                                                          \
-    static __host__ __device__ __forceinline__ void visit(void *o, const vx_composite *c, const vx_sample *s,  \
-                                                          const float *rgb, float w) {                         \
+    VX_MARCH_MEMBER void visit(void *o, const vx_composite *c, const vx_sample *s,                            \
+                               const float *rgb, float w) {                                                    \
         VISIT(o, c, s, rgb, w);                                                                                \
     }
 #define VX_MARCH_TEMPLATE template <class vx_op_t>

@@ -46,6 +46,9 @@ int vx_scene_default_decoder(vx_scene *s);
  * (NULL: "default"). Lists names on failure. */
 int vx_scalar_decoder_init(vx_decoder *d, const vx_grid *g, const char *preset);
 int vx_tf_preset(vx_decoder *d, const char *name);
+/* The default look of an OpenVDB / NanoVDB fog volume: grey smoke (visible on white), sigma
+ * = the value per world unit as Blender and Houdini read it, window [0, vmax]. */
+void vx_fog_decoder(vx_decoder *d, float vmax);
 const char *vx_tf_preset_names(void);
 
 /* Check decoder/grid agreement and finite values; message names `where`. */

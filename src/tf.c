@@ -74,6 +74,17 @@ int vx_scalar_decoder_init(vx_decoder *d, const vx_grid *g, const char *preset) 
     return vx_tf_preset(d, preset ? preset : "default");
 }
 
+void vx_fog_decoder(vx_decoder *d, float vmax) {
+    memset(d, 0, sizeof *d);
+    d->type = VX_DEC_SCALAR;
+    d->density_scale = 1.0f;
+    d->window_lo = 0.0f;
+    d->window_hi = vmax > 0 ? vmax : 1.0f;
+    d->tf_n = 2;
+    const float tf[2][5] = {{0, 0.3f, 0.3f, 0.3f, 0}, {1, 0.3f, 0.3f, 0.3f, d->window_hi}};
+    memcpy(d->tf, tf, sizeof tf);
+}
+
 int vx_decoder_validate(const vx_decoder *d, int channels, const char *where) {
     int need = vx_decoder_channels(d);
     static const char *names[] = {"rgba", "sh", "scalar"};

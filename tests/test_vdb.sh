@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_vdb.sh - .vdb files written by Debian's pyopenvdb (tests/vdb/make_vdb.py): info,
 # render, --grid, values and placement equal to the same values as a voxray .npy, the
-# convert round trip read back by pyopenvdb, and bad inputs (exit 1, one stderr line).
+# convert round trip read back by pyopenvdb, and bad inputs (exit 1, one stderr line);
+# then the same for .nvdb files made from them by NanoVDB's nanovdb_convert.
 # Run by tests/run_tests.sh (VOXRAY, BUILD set); prints "vdb: N passed, N failed".
 VOXRAY=${VOXRAY:-build/voxray}
 PY=/usr/bin/python3 # Debian's python3-openvdb is for the system interpreter
@@ -96,4 +97,78 @@ bad_input unknown-grid "$T/multi.vdb" --grid nope
 bad_input empty-grid "$T/empty.vdb"
 bad_input bool-grid "$T/bool.vdb"
 bad_input absurd-transform "$T/tiny.vdb"
+
+# NanoVDB: .nvdb files made from the same .vdb files by NanoVDB's own nanovdb_convert
+# (libnanovdb-tools), read back to the same values and placement as the .vdb reader's
+if ! command -v nanovdb_convert >/dev/null 2>&1; then
+    echo "skipped: nvdb tests need nanovdb_convert (Debian's libnanovdb-tools, tools/install-deps.sh)"
+    finish
+fi
+nanovdb_convert "$T/fog.vdb" "$T/fog.nvdb" >/dev/null &&
+    nanovdb_convert -z "$T/fog.vdb" "$T/fogz.nvdb" >/dev/null &&
+    nanovdb_convert -b "$T/fog.vdb" "$T/fogb.nvdb" >/dev/null &&
+    nanovdb_convert --fp8 "$T/fog.vdb" "$T/fog8.nvdb" >/dev/null &&
+    nanovdb_convert "$T/multi.vdb" "$T/multi.nvdb" >/dev/null &&
+    nanovdb_convert "$T/levelset.vdb" "$T/levelset.nvdb" >/dev/null &&
+    nanovdb_convert "$T/empty.vdb" "$T/empty.nvdb" >/dev/null &&
+    nanovdb_convert "$T/tiny.vdb" "$T/tiny.nvdb" >/dev/null || { bad "nanovdb_convert"; finish; }
+if $VOXRAY info "$T/fog.nvdb" 2>&1 | grep -q "built without NanoVDB"; then
+    echo "skipped: $VOXRAY was built without NanoVDB (libnanovdb-dev missing, or NO_NANOVDB=1)"
+    finish
+fi
+$VOXRAY info "$T/fog.nvdb" >"$T/info" 2>&1 &&
+    grep -qF "nvdb grid:  'density': float, FOG, codec NONE, $count active voxels" "$T/info" &&
+    grep -qF "grid:       24 x 24 x 24 (x, y, z), 1 channel" "$T/info" && ok || bad "info fog.nvdb: $(cat "$T/info")"
+same_dense() { # A B: convert --dense of both gives identical grid.npy and index_to_world
+    rm -rf "$T/da" "$T/db"
+    $VOXRAY convert "$1" "$T/da" --dense >/dev/null 2>&1 && $VOXRAY convert "$2" "$T/db" --dense >/dev/null 2>&1 &&
+        "$PY" - "$T/da" "$T/db" <<'PY'
+import json, sys
+import numpy as np
+a, b = (np.load(d + "/grid.npy") for d in sys.argv[1:3])
+ma, mb = (json.load(open(d + "/scene.json"))["index_to_world"] for d in sys.argv[1:3])
+sys.exit(not (a.shape == b.shape and np.array_equal(a, b) and ma == mb))
+PY
+}
+same_dense "$T/fog.nvdb" "$T/fog.vdb" && ok || bad "fog.nvdb: values or placement differ from fog.vdb"
+same_dense "$T/fogz.nvdb" "$T/fog.vdb" && ok || bad "fogz.nvdb (zip): values or placement differ from fog.vdb"
+same_dense "$T/levelset.nvdb" "$T/levelset.vdb" && ok || bad "levelset.nvdb: density differs from levelset.vdb's"
+same_dense "$T/multi.nvdb" "$T/fog.vdb" && ok || bad "multi.nvdb: the default grid is not density"
+$VOXRAY info "$T/multi.nvdb" --grid temperature >"$T/info" 2>&1 &&
+    grep -qF "grid:       8 x 8 x 8 (x, y, z), 1 channel" "$T/info" && ok || bad "info multi.nvdb --grid temperature"
+$VOXRAY render "$T/fog.nvdb" -o "$T/fog_nvdb.png" $R >/dev/null 2>&1 &&
+    "$T/png_compare" "$T/fog_nvdb.png" "$T/fog_npy.png" --tol 0 && ok || bad "fog.nvdb render differs from the .npy render"
+# convert writes .nvdb: NanoVDB's validator passes it, and it reads back as NanoVDB's own conversion
+# (values > 0: convert writes only voxels of density > 0, and fog.vdb's zeros are all inside bricks)
+$VOXRAY convert "$T/fog.vdb" "$T/w.nvdb" >/dev/null 2>&1 || bad "convert fog.vdb w.nvdb"
+nanovdb_validate "$T/w.nvdb" >/dev/null 2>&1 && ok || bad "nanovdb_validate rejects what convert wrote"
+nanovdb_print "$T/w.nvdb" 2>&1 | grep -qE "density +float +FOG .*\(0.1,0.1,0.1\) +$nonzero " && ok ||
+    bad "nanovdb_print w.nvdb: $(nanovdb_print "$T/w.nvdb" 2>&1 | tail -n 1)"
+same_dense "$T/w.nvdb" "$T/fog.nvdb" && ok || bad "w.nvdb reads back differently from fog.nvdb"
+# bad inputs
+head -c 3000 "$T/fog.nvdb" >"$T/trunc.nvdb"
+head -c 100 "$T/fog.nvdb" >"$T/trunc2.nvdb"
+"$PY" - "$T" <<'PY'
+import struct, sys
+t = sys.argv[1]
+d = bytearray(open(t + "/fog.nvdb", "rb").read())
+grid = 16 + 176 + len(b"density") + 1              # segment header, metadata, name
+d[grid + 672:grid + 680] = struct.pack("<Q", 1 << 40) # the tree's first-leaf offset
+open(t + "/offset.nvdb", "wb").write(d)
+d = bytearray(open(t + "/fog.nvdb", "rb").read())
+d[16 + 8 * 4:16 + 8 * 4 + 4] = struct.pack("<I", 4)  # the metadata's grid type: Int32
+open(t + "/type.nvdb", "wb").write(d)
+PY
+printf 'NanoVDB0garbage' >"$T/magic.nvdb"
+bad_input nvdb-truncated "$T/trunc.nvdb"
+bad_input nvdb-truncated-header "$T/trunc2.nvdb"
+bad_input nvdb-magic-only "$T/magic.nvdb"
+bad_input nvdb-bad-offset "$T/offset.nvdb"
+bad_input nvdb-int-grid "$T/type.nvdb"
+bad_input nvdb-blosc "$T/fogb.nvdb"
+bad_input nvdb-fp8 "$T/fog8.nvdb"
+bad_input nvdb-unknown-grid "$T/multi.nvdb" --grid nope
+bad_input nvdb-vec3-grid "$T/multi.nvdb" --grid Cd
+bad_input nvdb-empty-grid "$T/empty.nvdb"
+bad_input nvdb-absurd-transform "$T/tiny.nvdb"
 finish

@@ -1,6 +1,7 @@
 #!/bin/sh
 # deps-bundle.sh - gathers the headers and shared libraries that a GPU machine without
-# Debian's -dev packages lacks (cJSON, cmocka, stb, libzip and its libbz2, zlib) into
+# Debian's -dev packages lacks (cJSON, cmocka, stb, libzip and its libbz2, zlib, and
+# NanoVDB's header-only library for .nvdb and the HDDA bench) into
 # DIR (default .deps, ignored by git), so `make DEPS=DIR NO_VIEWER=1` builds there.
 # Called by `make deps-bundle`; carry DIR to the machine along with the tree.
 set -e
@@ -11,6 +12,7 @@ sh "$(dirname "$0")/install-deps.sh"
 cp /usr/include/cjson/cJSON.h "$D/include/cjson/"
 cp /usr/include/cmocka.h "$D/include/"
 cp /usr/include/stb/stb_image.h /usr/include/stb/stb_image_write.h "$D/include/stb/"
+cp -r /usr/include/nanovdb "$D/include/"
 cp /usr/include/zip.h /usr/include/zlib.h /usr/include/zconf.h "$D/include/" 2>/dev/null || true
 for h in zipconf.h zconf.h; do
     f=$(ls /usr/include/$h /usr/include/*-linux-gnu/$h 2>/dev/null | head -n 1)

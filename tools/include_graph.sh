@@ -20,7 +20,7 @@ LAYERS = [
                       r"src/dataset\.", r"src/image\.", r"src/frame\.", r"src/sparse\.c",
                       r"src/sparse_io\.c", r"src/sparse_grid\.h", r"src/sparse_apron\."]),
     (1, "march, decode, sparse, trilinear",
-                     [r"src/march\.h", r"src/decode\.h", r"src/fit_march\.h",
+                     [r"src/march\.h", r"src/hdda_march\.h", r"src/decode\.h", r"src/fit_march\.h",
                       r"kernels/fit_rays\.cuh", r"src/trilinear"]),
     (0, "maths and common", [r"src/vx_", r"src/outputs\.", r"src/camera\.", r"src/grid\.", r"src/sparse\.h",
                              r"src/metrics\."]),

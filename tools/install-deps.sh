@@ -7,9 +7,9 @@ set -e
 PKGS="gcc make pkg-config python3 python3-pip libstb-dev libcjson-dev libcmocka-dev zlib1g-dev libzip-dev
 libglfw3-dev libgl-dev libgl1-mesa-dri xvfb xauth xdotool"
 FUZZ_PKGS="clang libclang-rt-14-dev" # tests/fuzz (CI), not `make test`
-# .vdb support (optional: the build leaves it out without them; tests/test_vdb.sh skips);
+# .vdb and .nvdb support (optional: the build leaves it out without them; tests/test_vdb.sh skips);
 # libopenvdb-dev's headers include Boost's without depending on libboost-dev
-VDB_PKGS="g++ libopenvdb-dev libboost-dev python3-openvdb libopenvdb-tools"
+VDB_PKGS="g++ libopenvdb-dev libboost-dev python3-openvdb libopenvdb-tools libnanovdb-dev libnanovdb-tools"
 GLAD_VERSION=2.0.8                   # the viewer's GL loader generator (third_party/README.md)
 PYTHON=${PYTHON:-python3}
 check=0

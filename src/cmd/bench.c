@@ -23,6 +23,7 @@ static void vx__bench_help(void) {
     printf("usage: voxray bench kernels [--quick] [--no-torch]\n"
            "       voxray bench fit SCENE DATASET [--batch RAYS] [--steps K] (see bench fit --help)\n"
            "       voxray bench render SCENE... [--size WxH]... [--frames N] [options]\n"
+           "       voxray bench hdda SCENE... [--size WxH] [--frames N] (NanoVDB's HDDA vs voxray)\n"
            "Render timings: median ms/frame of N frames (default 50) for each scene and size\n"
            "(--size may repeat; default 800x800), samples per second and per ray that met\n"
            "the volume; the CUDA time is the kernel alone (events), 'e2e' adds the copy back.\n\n%s",
@@ -162,6 +163,7 @@ int vx_cmd_bench(int argc, char **argv) {
     if (!strcmp(argv[1], "kernels")) return vx_bench_kernels(argc - 1, argv + 1);
     if (!strcmp(argv[1], "render")) return vx__bench_render(argc - 1, argv + 1);
     if (!strcmp(argv[1], "fit")) return vx_bench_fit(argc - 1, argv + 1);
-    fprintf(stderr, "voxray: bench: '%s' is not one of kernels, render\n", argv[1]);
+    if (!strcmp(argv[1], "hdda")) return vx_bench_hdda(argc - 1, argv + 1);
+    fprintf(stderr, "voxray: bench: '%s' is not one of kernels, render, fit, hdda\n", argv[1]);
     return 2;
 }

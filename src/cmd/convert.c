@@ -13,6 +13,9 @@
 #ifdef VX_HAVE_VDB
 #include "formats/vdb.h"
 #endif
+#ifdef VX_HAVE_NANOVDB
+#include "formats/nvdb.h"
+#endif
 #include "npy.h"
 #include "outputs.h"
 #include "scene.h"
@@ -32,7 +35,8 @@ static const char *vx__usage =
     "a sparse scene stays sparse. The placement, decoder, background, step and camera of the\n"
     "direct render are kept.\n"
     "OUT ending in .vdb writes an OpenVDB file instead: a `density` fog grid and, for rgba\n"
-    "and sh scenes, a Vec3f `color` grid (docs/FORMATS.md).\n";
+    "and sh scenes, a Vec3f `color` grid (docs/FORMATS.md); OUT ending in .nvdb writes a\n"
+    "NanoVDB file with the `density` grid alone.\n";
 
 static const char *vx__dact_name(int a) {
     switch (a) {
@@ -207,6 +211,18 @@ int vx_cmd_convert(int argc, char **argv) {
         int wrc = vx_outputs_prepare(outs, flags, 1, ins, 2, 1) || vx_vdb_write(out, &s) ? -1 : 0;
 #else
         int wrc = vx_error("%s: this voxray was built without OpenVDB (install libopenvdb-dev and rebuild)", out);
+#endif
+        if (wrc) fprintf(stderr, "voxray convert: %s\n", vx_errmsg());
+        else printf("wrote %s\n", out);
+        vx_scene_free(&s);
+        return wrc ? 1 : 0;
+    }
+    if (outlen > 5 && !strcmp(out + outlen - 5, ".nvdb")) {
+#ifdef VX_HAVE_NANOVDB
+        const char *outs[1] = {out}, *flags[1] = {"OUT"}, *ins[2] = {in, s.grid.source};
+        int wrc = vx_outputs_prepare(outs, flags, 1, ins, 2, 1) || vx_nvdb_write(out, &s) ? -1 : 0;
+#else
+        int wrc = vx_error("%s: this voxray was built without NanoVDB (install libnanovdb-dev and rebuild)", out);
 #endif
         if (wrc) fprintf(stderr, "voxray convert: %s\n", vx_errmsg());
         else printf("wrote %s\n", out);

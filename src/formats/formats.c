@@ -9,10 +9,13 @@
 #ifdef VX_HAVE_VDB
 #include "vdb.h"
 #endif
+#ifdef VX_HAVE_NANOVDB
+#include "nvdb.h"
+#endif
 
 typedef enum {
     VX_FMT_NONE = 0, VX_FMT_RAW, VX_FMT_NRRD, VX_FMT_NIFTI, VX_FMT_META, VX_FMT_INR,
-    VX_FMT_DEN, VX_FMT_NPZ, VX_FMT_VDB
+    VX_FMT_DEN, VX_FMT_NPZ, VX_FMT_VDB, VX_FMT_NVDB
 } vx_fmt_kind;
 
 static int vx__magic(const unsigned char *b, size_t n) {
@@ -20,6 +23,7 @@ static int vx__magic(const unsigned char *b, size_t n) {
     if (n >= 13 && memcmp(b, "#INRIMAGE-4#{", 13) == 0) return VX_FMT_INR;
     if (n >= 4 && memcmp(b, "PK\x03\x04", 4) == 0) return VX_FMT_NPZ;
     if (n >= 8 && memcmp(b, " BDV", 4) == 0) return VX_FMT_VDB; /* OpenVDB: int32 0x56444220, LE */
+    if (n >= 8 && memcmp(b, "NanoVDB", 7) == 0) return VX_FMT_NVDB; /* NanoVDB: "NanoVDB0" */
     if (n >= 348) {
         uint32_t le = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
         uint32_t be = (uint32_t)b[3] | (uint32_t)b[2] << 8 | (uint32_t)b[1] << 16 | (uint32_t)b[0] << 24;
@@ -36,7 +40,7 @@ static int vx__kind(const char *path, const vx_load_opts *opts) {
         {".npz", VX_FMT_NPZ}, {".nrrd", VX_FMT_NRRD}, {".nhdr", VX_FMT_NRRD},
         {".nii", VX_FMT_NIFTI}, {".nii.gz", VX_FMT_NIFTI}, {".hdr", VX_FMT_NIFTI},
         {".mha", VX_FMT_META}, {".mhd", VX_FMT_META}, {".inr", VX_FMT_INR},
-        {".inr.gz", VX_FMT_INR}, {".den", VX_FMT_DEN}, {".vdb", VX_FMT_VDB},
+        {".inr.gz", VX_FMT_INR}, {".den", VX_FMT_DEN}, {".vdb", VX_FMT_VDB}, {".nvdb", VX_FMT_NVDB},
     };
     for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++)
         if (vx_fmt_has_ext(path, exts[i].ext)) return exts[i].kind;
@@ -77,7 +81,7 @@ static int vx__info(int kind, const char *path, const vx_load_opts *opts, vx_vol
     long long size;
     if (vx_fmt_file_size(path, &size) != 0) return -1;
     return vx_error("%s: unknown volume format (voxray reads .nrrd .nhdr .nii .nii.gz .hdr .mha "
-                    ".mhd .inr .inr.gz .den .npz .vdb .npy .json; headerless data needs "
+                    ".mhd .inr .inr.gz .den .npz .vdb .nvdb .npy .json; headerless data needs "
                     "--raw X,Y,Z,dtype[,endian])", path);
 }
 
@@ -92,6 +96,13 @@ int vx_format_load(const char *path, const vx_load_opts *opts, vx_grid *g, vx_de
         return vx_vdb_load(path, opts ? opts->grid_name : NULL, g, dec, has_decoder);
 #else
         return vx_error("%s: this voxray was built without OpenVDB (install libopenvdb-dev and rebuild)", path);
+#endif
+    }
+    if (kind == VX_FMT_NVDB) {
+#ifdef VX_HAVE_NANOVDB
+        return vx_nvdb_load(path, opts ? opts->grid_name : NULL, g, dec, has_decoder);
+#else
+        return vx_error("%s: this voxray was built without NanoVDB (install libnanovdb-dev and rebuild)", path);
 #endif
     }
     if (kind == VX_FMT_NPZ) {
@@ -111,7 +122,7 @@ void vx_format_data_file(const char *path, const vx_load_opts *opts, char *buf, 
     if (cap) buf[0] = 0;
     int kind = vx__kind(path, opts);
     vx_vol_info v;
-    if (kind != VX_FMT_NONE && kind != VX_FMT_NPZ && kind != VX_FMT_VDB && vx__info(kind, path, opts, &v) == 0 &&
+    if (kind != VX_FMT_NONE && kind != VX_FMT_NPZ && kind != VX_FMT_VDB && kind != VX_FMT_NVDB && vx__info(kind, path, opts, &v) == 0 &&
         strcmp(v.data_path, v.path) != 0)
         snprintf(buf, cap, "%s", v.data_path);
     vx_clear_error();
@@ -127,6 +138,13 @@ int vx_format_describe(const char *path, const vx_load_opts *opts, char *buf, si
         return vx_vdb_describe(path, buf, cap);
 #else
         return vx_error("%s: this voxray was built without OpenVDB (install libopenvdb-dev and rebuild)", path);
+#endif
+    }
+    if (kind == VX_FMT_NVDB) {
+#ifdef VX_HAVE_NANOVDB
+        return vx_nvdb_describe(path, buf, cap);
+#else
+        return vx_error("%s: this voxray was built without NanoVDB (install libnanovdb-dev and rebuild)", path);
 #endif
     }
     vx_vol_info v;

@@ -124,7 +124,8 @@ int vx_load(const char *path, const char *want, vx_grid *out, vx_decoder *dec, i
                             name.c_str(), n[a], "xyz"[a]);
     }
     int nc = col ? 4 : 1;
-    size_t need = nleaves * (size_t)VX_BRICK_VOXELS * nc * sizeof(float);
+    size_t need = nleaves * (size_t)VX_BRICK_VOXELS * nc * sizeof(float) + /* pool + brick table */
+                  (size_t)((n[0] + 7) / 8) * (size_t)((n[1] + 7) / 8) * (size_t)((n[2] + 7) / 8) * sizeof(int32_t);
     if (need > vx_mem_budget()) return vx_mem_refuse(path, need);
     vx_sparse *s = (vx_sparse *)calloc(1, sizeof *s);
     if (!s) return vx_error("%s: out of memory", path);
@@ -176,19 +177,10 @@ int vx_load(const char *path, const char *want, vx_grid *out, vx_decoder *dec, i
         vx_grid_free(out);
         return vx_error("%s: grid '%s' has an unusable transform (%s)", path, name.c_str(), why.c_str());
     }
-    if (!col && !level_set) {
-        /* fog: grey smoke (visible on the white background), sigma = the value per world unit
-         * (as Blender and Houdini read it) */
+    if (!col && !level_set) { /* fog: grey smoke, sigma = the value per world unit */
         float mn, mx;
         vx_grid_range(out, 0, &mn, &mx);
-        memset(dec, 0, sizeof *dec);
-        dec->type = VX_DEC_SCALAR;
-        dec->density_scale = 1.0f;
-        dec->window_lo = 0.0f;
-        dec->window_hi = mx > 0 ? mx : 1.0f;
-        dec->tf_n = 2;
-        const float tf[2][5] = {{0, 0.3f, 0.3f, 0.3f, 0}, {1, 0.3f, 0.3f, 0.3f, dec->window_hi}};
-        memcpy(dec->tf, tf, sizeof tf);
+        vx_fog_decoder(dec, mx);
         *has_dec = 1;
     }
     if (col) {
@@ -251,11 +243,6 @@ extern "C" int vx_vdb_describe(const char *path, char *buf, size_t cap) {
 
 namespace {
 
-/* density: the raw value for scalar scenes, else the decoder's activation of channel 0 */
-float vx_out_density(const vx_decoder *d, const float *v) {
-    return d->type == VX_DEC_SCALAR ? v[0] : vx_density_activate(d->density_act, v[0]);
-}
-
 /* colour: rgba channels 1..3 through the colour activation; sh the DC term
  * 0.5 + C0 * k0 (sigmoid(C0 * k0) for sigmoid scenes), clamped to [0, 1] */
 openvdb::Vec3f vx_out_color(const vx_decoder *d, const float *v) {
@@ -302,13 +289,13 @@ int vx_write(const char *path, const vx_scene *s) {
                     continue;
                 }
                 const float *v = vx_grid_voxel(g, x, y, z);
-                float dn = vx_out_density(d, v);
+                float dn = vx_export_density(d, v);
                 if (!(dn > 0)) continue;
                 fa.setValue(Coord(x, y, z), dn);
                 if (color) ca.setValue(Coord(x, y, z), vx_out_color(d, v));
             }
     if (g->sparse) {
-        float bd = vx_out_density(d, g->sparse->background);
+        float bd = vx_export_density(d, g->sparse->background);
         if (bd > 0)
             return vx_error("%s: the grid's background decodes to density %g; an OpenVDB fog volume needs 0 "
                             "outside its voxels", path, (double)bd);

@@ -9,6 +9,34 @@
 
 static char dir[512];
 
+#if defined(FUZZ_NVDB) || defined(FUZZ_VDB)
+#include "nvdb.h"
+#include "vdb.h"
+/* A 10^3 fog scene (a ball of density 0..1, the rest 0) written by `write` as DIR/NAME. */
+static int fx_seed_scene(const char *d, const char *name, int (*write)(const char *, const vx_scene *)) {
+    vx_scene s;
+    memset(&s, 0, sizeof s);
+    vx_grid *g = &s.grid;
+    g->nx = g->ny = g->nz = 10;
+    g->nc = 1;
+    g->data = calloc(1000, sizeof(float));
+    if (!g->data) return -1;
+    for (int i = 0; i < 1000; i++) {
+        int x = i % 10 - 5, y = i / 10 % 10 - 5, z = i / 100 - 5;
+        float r = sqrtf((float)(x * x + y * y + z * z));
+        g->data[i] = r < 4 ? 1 - r / 4 : 0;
+    }
+    for (int k = 0; k < 3; k++) g->i2w[k * 5] = 0.1;
+    vx_fog_decoder(&s.dec, 1.0f);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", d, name);
+    int rc = write(path, &s);
+    free(g->data);
+    if (rc) fprintf(stderr, "make_seeds: %s\n", vx_errmsg());
+    return rc;
+}
+#endif
+
 static void group(const char *root, const char *name) {
     snprintf(dir, sizeof dir, "%s/%s", root, name);
     mkdir(dir, 0777);
@@ -143,5 +171,13 @@ int main(int argc, char **argv) {
         vx_grid_free(&d);
         vx_grid_free(&s);
     }
+#ifdef FUZZ_NVDB
+    group(argv[1], "nvdb"); /* a small fog scene written by voxray's own .nvdb writer */
+    if (fx_seed_scene(dir, "fog.nvdb", vx_nvdb_write)) return 1;
+#endif
+#ifdef FUZZ_VDB
+    group(argv[1], "vdb");
+    if (fx_seed_scene(dir, "fog.vdb", vx_vdb_write)) return 1;
+#endif
     return 0;
 }
