@@ -1,0 +1,68 @@
+#!/bin/sh
+# test_fit_sparse.sh - a fitted mic scene (a short two-stage CPU fit, so the second stage
+# trains bricked) rendered from its sparse float32 file and from the dense grid convert
+# makes of it: the same image; its float16 file within 1/255; the bricked training equals
+# --dense-train in loss; and the sparse file is far smaller than the dense one.
+# Run by tests/run_tests.sh (VOXRAY set); prints "fit-sparse: N passed, N failed".
+VOXRAY=${VOXRAY:-build/voxray}
+MIC=${VX_MIC:-../shared/data/nerf_synthetic_mic}
+T=$(mktemp -d /tmp/voxray-fitsp-XXXXXX)
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+finish() {
+    rm -rf "$T"
+    echo "fit-sparse: $pass passed, $fail failed"
+    [ "$fail" -eq 0 ]
+    exit $?
+}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+if [ ! -f "$MIC/transforms_train.json" ]; then
+    echo "skipped: fitted scene sparse vs dense: $MIC/transforms_train.json not found (../shared/data absent; set VX_MIC)"
+    finish
+fi
+CMP=$T/png_compare
+if ! cc -O2 -o "$CMP" tests/png_compare.c -lm; then bad "building tests/png_compare.c"; finish; fi
+
+FIT="--backend cpu --downscale 8 --res 24,40 --iters 60 --batch 2048 --val-every 0 --seed 3"
+if ! $VOXRAY fit "$MIC" -o "$T/sp" $FIT --write sparse >"$T/sp.log" 2>&1; then
+    bad "bricked fit failed"; tail -5 "$T/sp.log"; finish
+fi
+ok
+# the second stage trained bricked: the progress names fewer alive voxels than the lattice
+grep -q "stage 2" "$T/sp.log" && ok || bad "no second stage in the fit log"
+
+$VOXRAY convert "$T/sp" "$T/dense" --dense >/dev/null 2>&1 && ok || bad "convert --dense"
+$VOXRAY convert "$T/sp" "$T/half" --sparse --half >/dev/null 2>&1 && ok || bad "convert --sparse --half"
+for cam in "" "--azimuth 120 --elevation -20" "--azimuth 250 --elevation 50"; do
+    # shellcheck disable=SC2086
+    $VOXRAY render "$T/sp" --size 96x80 --backend cpu -q -o "$T/s.png" $cam &&
+        $VOXRAY render "$T/dense" --size 96x80 --backend cpu -q -o "$T/d.png" $cam &&
+        $VOXRAY render "$T/half" --size 96x80 --backend cpu -q -o "$T/h.png" $cam || { bad "render ($cam)"; continue; }
+    cmp -s "$T/s.png" "$T/d.png" && ok || bad "sparse float32 and dense renders differ ($cam)"
+    $CMP "$T/h.png" "$T/d.png" --tol 1 >/dev/null && ok || bad "float16 sparse render beyond 1/255 of dense ($cam)"
+    # and the comparison can fail: a different scene is not within 1/255
+    $VOXRAY render "$T/dense" --size 96x80 --backend cpu -q -o "$T/x.png" --density-scale 0.5 $cam &&
+        ! $CMP "$T/x.png" "$T/d.png" --tol 1 >/dev/null && ok || bad "the image comparison cannot tell scenes apart ($cam)"
+done
+
+# sizes: the sparse float16 file is a small fraction of the dense grid
+ss=$(wc -c <"$T/half/grid.sparse.npz")
+ds=$(wc -c <"$T/dense/grid.npy")
+[ "$ss" -gt 0 ] && [ $((ss * 4)) -lt "$ds" ] && ok || bad "sparse float16 file $ss bytes vs dense $ds"
+
+# bricked training is the dense training: the same final loss (OpenMP sums differ only in
+# the last bits; the schedule and the rays are the same)
+if $VOXRAY fit "$MIC" -o "$T/dn" $FIT --dense-train >"$T/dn.log" 2>&1; then
+    a=$(sed -n 's/.*loss [0-9.e+-]* -> \([0-9.e+-]*\);.*/\1/p' "$T/sp.log")
+    b=$(sed -n 's/.*loss [0-9.e+-]* -> \([0-9.e+-]*\);.*/\1/p' "$T/dn.log")
+    if [ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.02 * b) }'; then
+        ok
+    else
+        bad "bricked loss $a vs dense $b"
+    fi
+else
+    bad "dense fit failed"; tail -5 "$T/dn.log"
+fi
+finish
