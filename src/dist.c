@@ -21,6 +21,9 @@ int vx_dist_piece_make(vx_piece_req *req, vx_scene *s, vx_render_opts *o, float 
         if (vx_piece_cut(&s->grid, blo, bhi)) return -1;
         req->done = 1;
     }
+    if (req->count > 1 && o->stop > 1.0f / 255.0f)
+        vx_note("sort-last with --stop %g: a piece cannot know the transmittance in front of it, so the image may "
+                "differ from one process's by up to %g (docs/SCALING.md)", o->stop, o->stop);
     o->own = 1;
     vx_piece_own_box(&req->plan, req->index, o->own_lo, o->own_hi);
     o->has_background = 1; /* the partial image: premultiplied colour, the background comes last */

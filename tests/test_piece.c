@@ -8,10 +8,26 @@
 
 #include <math.h>
 
+#include "backend.h"
 #include "npy.h"
 #include "piece.h"
-#include "render.h"
 #include "sparse_grid.h"
+
+/* tests/gpu/test_piece_cuda.c includes this file with VX_PIECE_CUDA 1: the same checks on
+ * the CUDA renderer (pieces and reference both on the device). */
+#ifndef VX_PIECE_CUDA
+#define VX_PIECE_CUDA 0
+#endif
+
+/* One frame of s with options o through the backend under test; *w2i gets the volume's map. */
+static void render(const vx_scene *s, const vx_render_opts *o, const vx_camera *cam, vx_frame *f, float w2i[12]) {
+    vx_renderer *r;
+    if (vx_renderer_create(&r, s, o, VX_PIECE_CUDA ? VX_BACKEND_CUDA : VX_BACKEND_CPU)) fail_msg("%s", vx_errmsg());
+    assert_int_equal(vx_frame_alloc(f, cam->width, cam->height, o->want_depth), 0);
+    if (vx_renderer_render(r, cam, f)) fail_msg("%s", vx_errmsg());
+    if (w2i) memcpy(w2i, vx_renderer_volume(r)->mp.w2i, 12 * sizeof(float));
+    vx_renderer_destroy(r);
+}
 
 /* A random lattice with blobs of density in empty space: rgba (nc 4) or scalar (nc 1). */
 static void make_scene(vx_scene *s, int nc) {
@@ -129,22 +145,19 @@ static result split_render(const vx_scene *s, const vx_camera *cam, const vx_ren
         po.has_background = 1;
         po.background[0] = po.background[1] = po.background[2] = 0.0f;
         po.want_depth = 1;
-        vx_volume v;
         vx_frame f;
-        assert_int_equal(vx_volume_prepare(&v, &ps, &po), 0);
-        assert_int_equal(vx_frame_alloc(&f, cam->width, cam->height, 1), 0);
-        assert_int_equal(vx_render_cpu(&v, cam, &po, &f), 0);
+        float w2i[12];
+        render(&ps, &po, cam, &f, w2i);
         r.samples += f.samples;
         parts[i] = malloc(npix * stride * sizeof(float));
         assert_non_null(parts[i]);
         vx_piece_pack(&f, stride, parts[i]);
         if (i == 0) {
-            vx_vec3 o3 = vx_affine_point(v.mp.w2i, vx_v3(cam->c2w[3], cam->c2w[7], cam->c2w[11]));
+            vx_vec3 o3 = vx_affine_point(w2i, vx_v3(cam->c2w[3], cam->c2w[7], cam->c2w[11]));
             float eye[3] = {o3.x, o3.y, o3.z};
             vx_piece_order(&plan, eye, order);
         }
         vx_frame_free(&f);
-        vx_volume_free(&v);
         vx_grid_free(&ps.grid);
     }
     /* every piece appears once in the order */
@@ -184,11 +197,8 @@ static void run_case(int nc, int sparse, int from, int inside, int exact) {
     o.threads = 2;
     if (exact) { o.stop = 0.0f; o.no_skip = 1; }
     if (vx_test_rand() < 0.3) o.jitter = 1 + (unsigned)(vx_test_rand() * 1000);
-    vx_volume v;
     vx_frame ref;
-    assert_int_equal(vx_volume_prepare(&v, &s, &o), 0);
-    assert_int_equal(vx_frame_alloc(&ref, cam.width, cam.height, 1), 0);
-    assert_int_equal(vx_render_cpu(&v, &cam, &o, &ref), 0);
+    render(&s, &o, &cam, &ref, NULL);
     static const int counts[] = {1, 2, 3, 4, 5, 7};
     for (size_t k = 0; k < sizeof counts / sizeof *counts; k++) {
         result r = split_render(&s, &cam, &o, counts[k], sparse, from, &ref);
@@ -198,7 +208,6 @@ static void run_case(int nc, int sparse, int from, int inside, int exact) {
                      ref.samples);
     }
     vx_frame_free(&ref);
-    vx_volume_free(&v);
     vx_scene_free(&s);
 }
 
