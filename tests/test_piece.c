@@ -266,6 +266,19 @@ static void test_scalar_shaded(void **state) { (void)state; run_case(1, 0, 0, 0,
 static void test_from_npy(void **state) { (void)state; run_case(4, 0, 1, 0, 1); run_case(4, 0, 1, 1, 0); }
 static void test_from_npz(void **state) { (void)state; run_case(4, 1, 2, 0, 1); run_case(4, 1, 2, 1, 0); }
 
+/* The CUDA build of this file: a usable device or the whole group fails with why. */
+static int device_setup(void **state) {
+    (void)state;
+    vx_backend_kind got;
+    char info[256];
+    if (vx_backend_resolve(VX_BACKEND_CUDA, "", &got, info, sizeof info)) {
+        print_error("%s\n", vx_errmsg());
+        return -1;
+    }
+    print_message("device: %s\n", info);
+    return 0;
+}
+
 int main(void) {
     vx_test_seed();
     const struct CMUnitTest tests[] = {
@@ -274,5 +287,5 @@ int main(void) {
         cmocka_unit_test(test_sparse),          cmocka_unit_test(test_scalar_shaded),
         cmocka_unit_test(test_from_npy),        cmocka_unit_test(test_from_npz),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, VX_PIECE_CUDA ? device_setup : NULL, NULL);
 }
