@@ -156,6 +156,24 @@ NVDB_OBJ :=
 CU_OBJ   := $(filter-out $(BUILD)/kernels/hdda.o,$(CU_OBJ))
 endif
 
+# ---- MPI ---------------------------------------------------------------------------------
+# MPI=1 builds src/mpi/dist_mpi.c (mpirun / srun runs, docs/SCALING.md) with the flags of
+# Open MPI's wrapper (libopenmpi-dev: `mpicc --showme`); without it src/dist_none.c, and
+# nothing else changes. A stamp in $(BUILD) relinks when the choice changes.
+MPICC ?= mpicc
+ifeq ($(MPI),1)
+MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null)
+MPI_LIBS   := $(shell $(MPICC) --showme:link 2>/dev/null)
+ifeq ($(strip $(MPI_LIBS)),)
+$(error voxray: MPI=1 but `$(MPICC) --showme:link` gave nothing: install libopenmpi-dev and openmpi-bin (make deps))
+endif
+CFLAGS_BASE += -DVX_HAVE_MPI=1 $(MPI_CFLAGS)
+LDLIBS   += $(MPI_LIBS)
+MPI_STAMP := $(BUILD)/.mpi-on
+else
+MPI_STAMP := $(BUILD)/.mpi-off
+endif
+
 CFLAGS := $(CFLAGS_BASE) $(OPT)
 
 # one line each when a part is left out (once: sub-makes inherit VX_SAID)
@@ -172,11 +190,17 @@ endif
 ifeq ($(NANOVDB_HEADER),)
 $(info voxray: building without NanoVDB ($(NO_NANOVDB_WHY)))
 endif
+ifneq ($(MPI),1)
+$(info voxray: building without MPI (MPI=1 builds it, for mpirun runs))
+endif
 endif
 export VX_SAID := 1
 
 # ---- sources ----------------------------------------------------------------------------
 LIB_SRC  := $(filter-out src/main.c,$(wildcard src/*.c src/cmd/*.c src/formats/*.c))
+ifeq ($(MPI),1)
+LIB_SRC  := $(filter-out src/dist_none.c,$(LIB_SRC)) $(wildcard src/mpi/*.c)
+endif
 LIB_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRC)) $(CU_OBJ) $(VDB_OBJ) $(NVDB_OBJ)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
@@ -192,16 +216,20 @@ endif
 .PHONY: all demo test test-gpu test-gpu-build bench layers deps check-deps deps-bundle clean scenes install-deps
 all: $(BUILD)/voxray
 
-$(BUILD)/voxray: $(BUILD)/src/main.o $(LIB_OBJ) $(VIEW_OBJ)
+$(BUILD)/voxray: $(BUILD)/src/main.o $(LIB_OBJ) $(VIEW_OBJ) $(MPI_STAMP)
 	@echo "  LINK    $@"
-	$(Q)$(CC) -o $@ $^ $(LDLIBS) $(VIEW_LIBS)
+	$(Q)$(CC) -o $@ $(filter-out $(MPI_STAMP),$^) $(LDLIBS) $(VIEW_LIBS)
+
+$(MPI_STAMP):
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $(BUILD)/.mpi-on $(BUILD)/.mpi-off && touch $@
 
 # ---- shared library: the C API of src/voxray.h, for the Python package (python/) ------
 .PHONY: lib test-python
 lib: $(BUILD)/libvoxray.so
-$(BUILD)/libvoxray.so: $(LIB_OBJ)
+$(BUILD)/libvoxray.so: $(LIB_OBJ) $(MPI_STAMP)
 	@echo "  LINK    $@"
-	$(Q)$(CC) -shared -o $@ $^ -Wl,--no-undefined -Wl,--exclude-libs,ALL $(LDLIBS) || \
+	$(Q)$(CC) -shared -o $@ $(filter-out $(MPI_STAMP),$^) -Wl,--no-undefined -Wl,--exclude-libs,ALL $(LDLIBS) || \
 	    { echo "make lib: link failed; objects from a build before -fPIC need \`make clean\` first" >&2; exit 1; }
 
 # The Python package's tests (pytest, torch): `pip install ./python` is not needed.
@@ -247,7 +275,7 @@ $(GLAD_DIR)/src/gl.c: $(GLAD_DIR)/include/glad/gl.h
 $(GLAD_DIR)/src/gl.o: $(GLAD_DIR)/src/gl.c
 	$(Q)$(CC) -O2 -I$(GLAD_DIR)/include -c $< -o $@
 
-$(BUILD)/tests/%: tests/%.c $(LIB_OBJ) $(VIEW_OBJ)
+$(BUILD)/tests/%: tests/%.c $(LIB_OBJ) $(VIEW_OBJ) $(MPI_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
 	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) $(VIEW_OBJ) $(LDLIBS) $(VIEW_LIBS) -lcmocka

@@ -14,6 +14,10 @@ extern "C" {
  * (no driver, no device, error string) to info. Never aborts. */
 int vx_cuda_probe(char *info, size_t cap);
 
+/* Make device (index modulo the device count) current for this process; 0 without a
+ * device or driver (the probe reports why), -1 when cudaSetDevice fails. */
+int vx_cuda_select(int index);
+
 int vx_cuda_alloc(void **d, size_t bytes, const char *what);
 void vx_cuda_free(void *d);
 int vx_cuda_upload(void *d, const void *h, size_t bytes);

@@ -27,7 +27,9 @@ extern "C" int vx_cuda_probe(char *info, size_t cap) {
     }
     if (count == 0) { snprintf(info, cap, "no CUDA device found"); return 0; }
     cudaDeviceProp p;
-    if ((e = cudaGetDeviceProperties(&p, 0)) != cudaSuccess) goto fail;
+    int dev;
+    if ((e = cudaGetDevice(&dev)) != cudaSuccess) goto fail; /* device 0, or the one vx_cuda_select made current */
+    if ((e = cudaGetDeviceProperties(&p, dev)) != cudaSuccess) goto fail;
     if ((e = cudaMalloc(&d_flag, sizeof(int))) != cudaSuccess) goto fail;
     vx_probe_kernel<<<1, 1>>>(d_flag);
     if ((e = cudaGetLastError()) != cudaSuccess) goto fail;
@@ -41,6 +43,17 @@ fail:
     snprintf(info, cap, "%s", cudaGetErrorString(e));
     if (d_flag) cudaFree(d_flag);
     cudaGetLastError();
+    return 0;
+}
+
+extern "C" int vx_cuda_select(int index) {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+        cudaGetLastError();
+        return 0;
+    }
+    cudaError_t e = cudaSetDevice(index % count);
+    if (e != cudaSuccess) return vx_error("cudaSetDevice(%d): %s", index % count, cudaGetErrorString(e));
     return 0;
 }
 

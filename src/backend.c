@@ -53,6 +53,15 @@ int vx_backend_resolve(vx_backend_kind want, const char *fallback, vx_backend_ki
     return 0;
 }
 
+int vx_backend_use_device(int index) {
+#ifdef VX_HAVE_CUDA
+    return vx_cuda_select(index);
+#else
+    (void)index;
+    return 0;
+#endif
+}
+
 int vx_renderer_create(vx_renderer **out, const vx_scene *s, const vx_render_opts *o,
                        vx_backend_kind kind) {
     *out = NULL;

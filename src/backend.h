@@ -28,6 +28,11 @@ int vx_backend_parse(const char *s, vx_backend_kind *k);
 int vx_backend_resolve(vx_backend_kind want, const char *fallback, vx_backend_kind *got, char *device,
                        size_t cap);
 
+/* Make GPU (index modulo the devices) the one this process uses, before any other CUDA
+ * call: MPI ranks pick theirs by local rank. No-op without CUDA or without a device (the
+ * backend's probe then says why). */
+int vx_backend_use_device(int index);
+
 /* Prepare the scene for rendering on the chosen backend (uploads the grid for CUDA). */
 int vx_renderer_create(vx_renderer **r, const vx_scene *s, const vx_render_opts *o,
                        vx_backend_kind kind);

@@ -29,6 +29,8 @@ typedef struct {
     int occ_shift1;         /* log2(occ_b) + 1 when occ_b is a power of two, else 0 (divide) */
     int max_segments;       /* per-ray bound on segments from the index-space box (0: none) */
     unsigned jitter_seed;   /* 0: samples at segment midpoints; else per-pixel offsets (vx_pixel_jitter) */
+    int own;                /* 1: only samples whose index-space point lies in [own_lo, own_hi) (a sort-last piece) */
+    float own_lo[3], own_hi[3];
     vx_decoder dec;
 } vx_march_params;
 
@@ -223,6 +225,25 @@ VX_HD int vx_occ_skip(const vx_march_params *m, const unsigned char *occ, vx_vec
     return 1;
 }
 
+/* Sort-last pieces (src/piece.h): does the piece of m own index-space point p? Pieces
+ * split space by half-open boxes, so every sample of a ray belongs to exactly one. */
+VX_HD int vx_march_owns(const vx_march_params *m, vx_vec3 p) {
+    return p.x >= m->own_lo[0] && p.x < m->own_hi[0] && p.y >= m->own_lo[1] && p.y < m->own_hi[1] &&
+           p.z >= m->own_lo[2] && p.z < m->own_hi[2];
+}
+
+/* The segments [*k0, *k1) that can hold the piece's samples: the ray's interval in the
+ * piece box widened by two segments plus float slack; vx_march_owns decides each sample. */
+VX_HD void vx_march_own_range(const vx_march_params *m, vx_vec3 oi, vx_vec3 di, float ts, int n, int *k0, int *k1) {
+    float a = 3.0e38f, b = -3.0e38f; /* left so when the ray runs parallel outside a slab */
+    vx_ray_box(m->own_lo, m->own_hi, oi, di, &a, &b); /* a grazing ray (b <= a) keeps the segments about it */
+    if (!(b >= a - 4.0f * m->dt)) { *k0 = *k1 = 0; return; }
+    float fa = floorf((a - ts) / m->dt - 2.0f - 1e-6f * (fabsf(a) + fabsf(ts)) / m->dt);
+    float fb = ceilf((b - ts) / m->dt + 2.0f + 1e-6f * (fabsf(b) + fabsf(ts)) / m->dt);
+    *k0 = fa > 0.0f ? (fa < (float)n ? (int)fa : n) : 0;
+    *k1 = fb > 0.0f ? (fb < (float)n ? (int)fb : n) : 0;
+}
+
 /* ---- compositing: the one place the volume-rendering equation is evaluated ------------ */
 
 /* Front-to-back state: accumulated colour, transmittance T, depth sum, samples taken. */
@@ -306,12 +327,14 @@ VX_HD vx_ray_result vx_march_run(const vx_march_params *m, const unsigned char *
     vx_vec3 oi = vx_affine_point(m->w2i, o), di = vx_affine_dir(m->w2i, d);
     if (vx_ray_box(m->box_lo, m->box_hi, oi, di, &t0, &t1)) {
         float ts = u > 0.0f ? t0 - (1.0f - u) * m->dt : t0;
-        int n = vx_segment_count(t1 - ts, m->dt, m->max_segments);
-        for (int k = 0; k < n; k++) {
+        int n = vx_segment_count(t1 - ts, m->dt, m->max_segments), k0 = 0, k1 = n;
+        if (m->own) vx_march_own_range(m, oi, di, ts, n, &k0, &k1); /* a piece: its stretch of the same segments */
+        for (int k = k0; k < k1; k++) {
             vx_sample s;
             vx_segment(m, ts, t0, t1, n, k, &s.ta, &s.tb);
             s.tm = 0.5f * (s.ta + s.tb);
             s.p = vx_add(oi, vx_scale(di, s.tm));
+            if (m->own && !vx_march_owns(m, s.p)) continue;
             if (occ && vx_occ_skip(m, occ, oi, di, s.p, ts, n, &k)) continue;
             float rgb[3];
             float sigma = VX_MARCH_SAMPLE(op, &s, d, rgb);

@@ -121,6 +121,12 @@ static float vx__elem(const unsigned char *p, vx_dtype t, int be) {
     return 0.0f;
 }
 
+void vx_npy_convert(const unsigned char *src, size_t n, vx_dtype t, int be, float *dst) {
+    size_t es = vx_dtype_size(t);
+    if (t == VX_DT_F32 && !be) { memcpy(dst, src, n * 4); return; }
+    for (size_t i = 0; i < n; i++) dst[i] = vx__elem(src + i * es, t, be);
+}
+
 static int vx__payload_count(const vx_npy_header *h, size_t len, const char *what, size_t *count) {
     size_t n = 1;
     for (int i = 0; i < h->ndim; i++)

@@ -30,6 +30,9 @@ int vx_npy_load_grid(const char *path, vx_grid *g);
 int vx_npy_load_buffer(const unsigned char *buf, size_t len, const char *what, vx_npy_header *h,
                        float **out);
 
+/* Convert n elements of dtype t (big-endian when be) at src to float32. */
+void vx_npy_convert(const unsigned char *src, size_t n, vx_dtype t, int be, float *dst);
+
 /* Write float32 array of `ndim` dims (C order) atomically. */
 int vx_npy_write_f32(const char *path, const float *data, int ndim, const size_t *shape);
 /* 1 when the grid came from uint8/uint16 and every value is still such an integer. */

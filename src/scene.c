@@ -11,6 +11,7 @@
 
 #include "formats.h"
 #include "npy.h"
+#include "piece.h"
 #include "sparse_grid.h"
 #include "vx_common.h"
 
@@ -181,8 +182,9 @@ static int vx__parse_decoder(const cJSON *j, const char *file, vx_scene *s) {
 
 static int vx__load_grid_file(const char *path, const vx_load_opts *o, vx_scene *s, int *has_dec) {
     *has_dec = 0;
-    if (vx__ends_with(path, ".npy")) return vx_npy_load_grid(path, &s->grid);
-    if (vx_sparse_is_file(path)) return vx_sparse_load(path, &s->grid); /* voxray's own sparse .npz */
+    if (vx__ends_with(path, ".npy"))
+        return o->piece ? vx_piece_load_npy(path, o->piece, &s->grid) : vx_npy_load_grid(path, &s->grid);
+    if (vx_sparse_is_file(path)) return vx_sparse_load_piece(path, o->piece, &s->grid); /* voxray's own sparse .npz */
     return vx_format_load(path, o, &s->grid, &s->dec, has_dec);
 }
 

@@ -18,6 +18,7 @@ typedef struct {
     const char *preset;     /* transfer-function preset to use instead of the default */
     int allow_outside_data; /* detached data may lie outside the header's directory */
     const char *grid_name;  /* --grid: which grid of a .vdb file (NULL: density, else the first) */
+    struct vx_piece_req *piece; /* sort-last: read only this piece where the format allows (piece.h) */
 } vx_load_opts;
 
 typedef struct {

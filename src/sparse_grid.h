@@ -133,6 +133,13 @@ int vx_sparse_is_file(const char *path);
  * checked; errors are one line naming the file and the member. */
 int vx_sparse_load(const char *path, vx_grid *g);
 
+/* The same for a sort-last piece (piece.h; req may be NULL): the plan from the table's
+ * bricks, then only the bricks of req's stored box are kept (a stored pool is read with
+ * seeks past the others, a deflated one is streamed through). Grids of one channel load
+ * whole (req->done stays 0). */
+struct vx_piece_req;
+int vx_sparse_load_piece(const char *path, struct vx_piece_req *req, vx_grid *g);
+
 /* Write g (sparse) as a .npz: pool float32, or float16 when half (values past the float16
  * range are refused). Written to a temporary name and renamed when complete. */
 int vx_sparse_write(const char *path, const vx_grid *g, int half, vx_sparse_compress compress);

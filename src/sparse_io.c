@@ -11,6 +11,7 @@
 #include <zip.h>
 
 #include "npy.h"
+#include "piece.h"
 #include "sparse_grid.h"
 #include "vx_common.h"
 
@@ -215,6 +216,7 @@ typedef struct {
     zip_file_t *f;
     vx_npy_header h;
     int is_i64;          /* dtype was int64 (vx_npy_header has no such type) */
+    int stored;          /* not compressed: zip_fseek works */
     size_t payload;      /* bytes after the header, from the zip directory */
 } vx__member;
 
@@ -256,6 +258,7 @@ static int vx__open_member(vx__npz *a, const char *name, vx__member *m) {
         st.size / VX__DEFLATE_RATIO > st.comp_size + 1024)
         return vx_error("%s: member %s: declares %llu bytes from %llu compressed, which this file cannot hold",
                         a->path, name, (unsigned long long)st.size, (unsigned long long)st.comp_size);
+    m->stored = st.comp_method == ZIP_CM_STORE;
     m->f = zip_fopen_index(a->z, (zip_uint64_t)idx, 0);
     if (!m->f) return vx_error("%s: member %s: cannot open (%s)", a->path, name, zip_strerror(a->z));
     unsigned char pre[12], *hdr = NULL;
@@ -362,7 +365,55 @@ static void vx__to_f32(const unsigned char *src, size_t n, vx_dtype t, int big, 
     }
 }
 
-static int vx__load(vx__npz *a, vx_grid *g) {
+/* Move past n payload bytes of member m: a seek when it is stored, else read and dropped. */
+static int vx__skip(vx__npz *a, vx__member *m, size_t n, unsigned char *scratch, size_t cap) {
+    if (m->stored && n) {
+        if (zip_fseek(m->f, (zip_int64_t)n, SEEK_CUR) != 0)
+            return vx_error("%s: member %s: cannot seek (%s)", a->path, m->name, zip_file_strerror(m->f));
+        return 0;
+    }
+    while (n) {
+        size_t k = n < cap ? n : cap;
+        if (vx__read_exact(a, m, scratch, k)) return -1;
+        n -= k;
+    }
+    return 0;
+}
+
+/* A sort-last piece (req): the plan from the table's bricks, then the table keeps only the
+ * stored box's bricks, renumbered in table order; map[old slot] = new slot or -1. */
+static int vx__piece_table(vx__npz *a, vx_sparse *s, const int n[3], vx_piece_req *req, size_t nbricks,
+                           int32_t **map, size_t *kept) {
+    size_t ntable = (size_t)s->bn[0] * s->bn[1] * s->bn[2];
+    uint32_t *w = vx_malloc(ntable * sizeof *w, a->path);
+    if (!w) return -1;
+    for (size_t i = 0; i < ntable; i++) {
+        int bx = (int)(i % (size_t)s->bn[0]), by = (int)(i / s->bn[0] % (size_t)s->bn[1]), bz = (int)(i / s->bn[0] / s->bn[1]);
+        w[i] = s->table[i] >= 0 ? (uint32_t)vx_sparse_brick_voxels(n[0], n[1], n[2], bx, by, bz) : 0;
+    }
+    int rc = vx_piece_plan_make(&req->plan, n, req->count, w);
+    free(w);
+    if (rc) return -1;
+    int blo[3], bhi[3];
+    vx_piece_store_box(&req->plan, req->index, 0, blo, bhi);
+    *map = vx_malloc((nbricks ? nbricks : 1) * sizeof **map, a->path);
+    if (!*map) { vx_piece_plan_free(&req->plan); return -1; }
+    memset(*map, 0xff, (nbricks ? nbricks : 1) * sizeof **map);
+    size_t k = 0;
+    for (size_t i = 0; i < ntable; i++) {
+        int b[3] = {(int)(i % (size_t)s->bn[0]), (int)(i / s->bn[0] % (size_t)s->bn[1]), (int)(i / s->bn[0] / s->bn[1])};
+        int in = 1;
+        for (int ax = 0; ax < 3; ax++) in &= b[ax] >= blo[ax] && b[ax] < bhi[ax];
+        if (s->table[i] < 0) continue;
+        if (!in) { s->table[i] = -1; continue; }
+        (*map)[s->table[i]] = (int32_t)k;
+        s->table[i] = (int32_t)k++;
+    }
+    *kept = k;
+    return 0;
+}
+
+static int vx__load(vx__npz *a, vx_grid *g, vx_piece_req *req) {
     long long v[8];
     int n, nd;
     size_t s0;
@@ -442,7 +493,10 @@ static int vx__load(vx__npz *a, vx_grid *g) {
     if (!s) { vx__close(&m); return vx_error("%s: out of memory", a->path); }
     unsigned char *seen = NULL;
     int rc = -1;
-    if (vx_sparse_alloc(s, nx, ny, nz, nc, nbricks, a->path)) goto fail;
+    int32_t *map = NULL; /* piece: old pool slot -> kept slot */
+    size_t kept = nbricks;
+    if (req && nc < 2) req = NULL; /* scalar volumes: the decoder needs the whole grid */
+    if (vx_sparse_alloc(s, nx, ny, nz, nc, req ? 0 : nbricks, a->path)) goto fail;
     if (vx__read_exact(a, &m, s->table, ntable * 4) || vx__check_end(a, &m)) goto fail;
     vx__close(&m);
     if (m.h.big_endian)
@@ -476,10 +530,37 @@ static int vx__load(vx__npz *a, vx_grid *g) {
         goto fail;
     }
     memcpy(s->background, bg, sizeof(float) * (size_t)nc);
+    if (req) {
+        int n3[3] = {nx, ny, nz};
+        size_t bytes;
+        if (vx__piece_table(a, s, n3, req, nbricks, &map, &kept)) goto fail;
+        if (vx_mul_size(kept, (size_t)VX_BRICK_VOXELS * nc * sizeof(float), &bytes) || bytes > VX_MAX_SPARSE_BYTES) {
+            vx_error("%s: this piece's %zu bricks need more than %zu GiB", a->path, kept, VX_MAX_SPARSE_BYTES >> 30);
+            goto fail;
+        }
+        if (kept && !(s->pool = vx_malloc(bytes, a->path))) goto fail;
+        s->nbricks = kept;
+        pool_n = kept * VX_BRICK_VOXELS * (size_t)nc;
+    }
 
     /* pool payload, straight into s->pool */
     if (vx__open_member(a, "pool.npy", &m)) goto fail;
-    if (pdt == VX_DT_F32 && !pbig) {
+    if (map) { /* a piece: the kept bricks, the others skipped (a seek when stored) */
+        size_t bv = (size_t)VX_BRICK_VOXELS * nc, run = 0;
+        unsigned char *buf = malloc(bv * pes);
+        if (!buf) { vx_error("%s: out of memory", a->path); goto fail; }
+        for (size_t j = 0; j < nbricks; j++) {
+            if (map[j] < 0) { run++; continue; }
+            if ((run && vx__skip(a, &m, run * bv * pes, buf, bv * pes)) || vx__read_exact(a, &m, buf, bv * pes)) {
+                free(buf);
+                goto fail;
+            }
+            run = 0;
+            vx__to_f32(buf, bv, pdt, pbig, s->pool + (size_t)map[j] * bv);
+        }
+        if (run && vx__skip(a, &m, run * bv * pes, buf, bv * pes)) { free(buf); goto fail; }
+        free(buf);
+    } else if (pdt == VX_DT_F32 && !pbig) {
         if (vx__read_exact(a, &m, s->pool, pool_n * 4)) goto fail;
     } else {
         enum { CHUNK = 1 << 20 };
@@ -497,8 +578,11 @@ static int vx__load(vx__npz *a, vx_grid *g) {
     for (size_t i = 0; i < pool_n; i++)
         if (!isfinite(s->pool[i])) {
             size_t vox = i / (size_t)nc;
+            size_t b = vox / VX_BRICK_VOXELS;
+            for (size_t j = 0; map && j < nbricks; j++)
+                if (map[j] == (int32_t)b) { b = j; break; } /* the file's brick number */
             vx_error("%s: member pool.npy: brick %zu, voxel %zu, channel %zu is not finite", a->path,
-                     vox / VX_BRICK_VOXELS, vox % VX_BRICK_VOXELS, i % (size_t)nc);
+                     b, vox % VX_BRICK_VOXELS, i % (size_t)nc);
             goto fail;
         }
     snprintf(g->source, sizeof g->source, "%s", a->path);
@@ -507,16 +591,22 @@ static int vx__load(vx__npz *a, vx_grid *g) {
     g->sparse = s;
     double lo[3] = {-1, -1, -1}, hi[3] = {1, 1, 1};
     vx_grid_set_bbox(g, lo, hi, 1);
+    if (req) req->done = 1;
     rc = 0;
 fail:
     vx__close(&m);
     free(seen);
+    free(map);
     if (rc) { vx_sparse_free(s); free(s); }
+    if (rc && req && req->plan.nodes) vx_piece_plan_free(&req->plan);
     return rc;
 }
 
-int vx_sparse_load(const char *path, vx_grid *g) {
+int vx_sparse_load(const char *path, vx_grid *g) { return vx_sparse_load_piece(path, NULL, g); }
+
+int vx_sparse_load_piece(const char *path, vx_piece_req *req, vx_grid *g) {
     memset(g, 0, sizeof *g);
+    if (req) req->done = 0;
     struct stat st;
     if (stat(path, &st) != 0) return vx_error("%s: cannot open: %s", path, strerror(errno));
     if (!S_ISREG(st.st_mode)) return vx_error("%s: not a regular file", path);
@@ -530,7 +620,7 @@ int vx_sparse_load(const char *path, vx_grid *g) {
         return -1;
     }
     vx__npz a = {z, path, (long long)st.st_size};
-    int rc = vx__load(&a, g);
+    int rc = vx__load(&a, g, req);
     zip_discard(z);
     return rc;
 }

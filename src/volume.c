@@ -90,6 +90,11 @@ static int vx__march_params(vx_march_params *m, const vx_scene *s, const vx_rend
     if (!(o->stop >= 0 && o->stop < 1)) return vx_error("--stop %g must be in [0, 1)", o->stop);
     m->stop = o->stop;
     m->jitter_seed = o->jitter;
+    m->own = o->own;
+    for (int a = 0; a < 3; a++) {
+        m->own_lo[a] = o->own ? o->own_lo[a] : -3.0e38f;
+        m->own_hi[a] = o->own ? o->own_hi[a] : 3.0e38f;
+    }
     for (int c = 0; c < 3; c++) m->bg[c] = o->has_background ? o->background[c] : s->background[c];
     m->dec = s->dec;
     return 0;

@@ -24,6 +24,8 @@ typedef struct {
     int occ_cell;           /* occupancy cell size in voxels (0: default 8) */
     int half;               /* CUDA: store the grid as float16 */
     unsigned jitter;        /* per-pixel sample offsets from this seed (0: off, midpoints) */
+    int own;                /* sort-last piece (src/piece.h): march only samples in [own_lo, own_hi) */
+    float own_lo[3], own_hi[3]; /* index space, half-open */
 } vx_render_opts;
 
 void vx_render_opts_default(vx_render_opts *o);

@@ -10,11 +10,13 @@ FUZZ_PKGS="clang libclang-rt-14-dev" # tests/fuzz (CI), not `make test`
 # .vdb and .nvdb support (optional: the build leaves it out without them; tests/test_vdb.sh skips);
 # libopenvdb-dev's headers include Boost's without depending on libboost-dev
 VDB_PKGS="g++ libopenvdb-dev libboost-dev python3-openvdb libopenvdb-tools libnanovdb-dev libnanovdb-tools"
+# MPI runs (optional: `make MPI=1`; tests/test_mpi.sh skips without them)
+MPI_PKGS="libopenmpi-dev openmpi-bin"
 GLAD_VERSION=2.0.8                   # the viewer's GL loader generator (third_party/README.md)
 PYTHON=${PYTHON:-python3}
 check=0
 [ "${1:-}" = "--check" ] && check=1
-[ $check = 1 ] || PKGS="$PKGS $FUZZ_PKGS $VDB_PKGS"
+[ $check = 1 ] || PKGS="$PKGS $FUZZ_PKGS $VDB_PKGS $MPI_PKGS"
 
 have_glad() { "$PYTHON" -c "import glad,sys; sys.exit(glad.__version__ != '$GLAD_VERSION')" 2>/dev/null; }
 

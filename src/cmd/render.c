@@ -2,6 +2,7 @@
  * transforms.json, written as PNG (plus optional depth/opacity maps) atomically, with a
  * progress bar on a terminal and one line per frame otherwise. */
 #include <math.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
@@ -11,6 +12,7 @@
 #include "backend.h"
 #include "cli.h"
 #include "commands.h"
+#include "dist.h"
 #include "formats.h"
 #include "image.h"
 #include "npy.h"
@@ -135,6 +137,44 @@ static int vx__render_watched(vx_renderer *r, const vx_camera *cam, vx_frame *f,
     return rc;
 }
 
+/* One line on stderr; under MPI (d) the line names the rank and the whole job ends. */
+__attribute__((format(printf, 2, 3))) static void vx__fail(vx_dist *d, const char *fmt, ...) {
+    char m[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m, sizeof m, fmt, ap);
+    va_end(ap);
+    vx_dist_fail(d, m); /* returns only when d is NULL */
+    fprintf(stderr, "voxray: %s\n", m);
+}
+
+/* ---- progress of a camera path: a bar on a terminal, else one line per frame; frames
+ * rendered by other MPI ranks are reported to rank 0, which prints them as they come. */
+typedef struct {
+    int nframes, done, tty, quiet, multi;
+    const char *const *outs;
+    double pixels, t_all, samples_all;
+} vx__progress;
+
+static void vx__frame_name(const char *pattern, int multi, int k, char *out, size_t cap);
+
+static void vx__progress_frame(vx__progress *pg, int k, long long samples, double ms) {
+    pg->done++;
+    pg->samples_all += (double)samples;
+    if (pg->quiet) return;
+    if (pg->tty) {
+        int bar = 30, done_n = pg->done * bar / pg->nframes;
+        fprintf(stderr, "\r[%.*s%*s] %d/%d frames, %.1f ms/frame", done_n, "##############################",
+                bar - done_n, "", pg->done, pg->nframes, (vx_now() - pg->t_all) * 1e3 / pg->done);
+        if (pg->done == pg->nframes) fputc('\n', stderr);
+        return;
+    }
+    char name[4096];
+    vx__frame_name(pg->outs[0], pg->multi, k, name, sizeof name);
+    fprintf(stderr, "frame %d/%d: %s (%.1f ms, %.1f samples/ray)\n", k + 1, pg->nframes, name, ms,
+            (double)samples / pg->pixels);
+}
+
 static int vx__ext(const char *p, const char *e) {
     size_t n = strlen(p), k = strlen(e);
     return n > k && !strcasecmp(p + n - k, e);
@@ -196,13 +236,22 @@ int vx_cmd_render(int argc, char **argv) {
         }
     }
 
+    vx_dist *d = NULL; /* several processes under mpirun / srun (dist.h), else NULL */
+    if (vx_dist_begin(&d)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); return 1; }
+    int rank = vx_dist_rank(d), sortlast = d && !multi; /* one frame: split the grid; frames: deal them */
+    if (rank != 0) vx_set_quiet(1); /* notices and progress once, from rank 0 */
+    int writes = !sortlast || rank == 0;
     vx_scene s;
     vx_camera_path camp = {0};
     vx_renderer *r = NULL;
     vx_frame f = {0};
+    vx_piece_req req = {.count = vx_dist_size(d), .index = rank};
     int rc = 1;
-    if (vx_cli_load_scene(&c, &s)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); return 1; }
-    if (path_file && vx_camera_path_load(path_file, &camp)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
+#define VX__FAIL(...) do { vx__fail(d, __VA_ARGS__); goto done; } while (0)
+    if (vx_dist_pick_device(d, c.backend)) { vx__fail(d, "%s", vx_errmsg()); return 1; }
+    if (sortlast) c.load.piece = &req;
+    if (vx_cli_load_scene(&c, &s)) { vx__fail(d, "%s", vx_errmsg()); return 1; }
+    if (path_file && vx_camera_path_load(path_file, &camp)) VX__FAIL("%s", vx_errmsg());
     if (transparent) { /* render on black: rgb is then the premultiplied colour */
         c.ropts.has_background = 1;
         c.ropts.background[0] = c.ropts.background[1] = c.ropts.background[2] = 0.0f;
@@ -214,61 +263,69 @@ int vx_cmd_render(int argc, char **argv) {
     char names[4][4096];
     const char *frame_outs[4];
     if (vx__frame_outputs(outs, multi, 0, names, frame_outs) ||
-        vx_outputs_prepare(frame_outs, flags, 4, ins, 5, 1)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
+        (writes && vx_outputs_prepare(frame_outs, flags, 4, ins, 5, 1))) VX__FAIL("%s", vx_errmsg());
     vx_camera cam;
-    if (vx__frame_camera(&c, &s, &camp, turntable, 0, &cam)) { /* check before any work */
-        fprintf(stderr, "voxray: %s%s%s\n", path_file ? path_file : "", path_file ? ": frame 0: " : "", vx_errmsg());
-        goto done;
-    }
+    if (vx__frame_camera(&c, &s, &camp, turntable, 0, &cam)) /* check before any work */
+        VX__FAIL("%s%s%s", path_file ? path_file : "", path_file ? ": frame 0: " : "", vx_errmsg());
+    float piece_bg[3];
+    if (sortlast && vx_dist_piece_setup(d, &req, &s, &c.ropts, piece_bg)) VX__FAIL("%s", vx_errmsg());
+    vx_dist_fault_point(d);
     if (vx_renderer_create(&r, &s, &c.ropts, c.backend) ||
-        vx_frame_alloc(&f, c.width, c.height, c.ropts.want_depth)) {
-        fprintf(stderr, "voxray: %s\n", vx_errmsg());
-        goto done;
-    }
+        vx_frame_alloc(&f, c.width, c.height, c.ropts.want_depth)) VX__FAIL("%s", vx_errmsg());
     int nframes = turntable ? turntable : path_file ? camp.n : 1;
-    int tty = isatty(2) && !quiet;
-    double t_all = vx_now(), samples_all = 0, rays_all = 0;
+    vx__progress pg = {.nframes = nframes, .tty = isatty(2) && !quiet, .quiet = quiet || rank != 0, .outs = outs,
+                       .multi = multi, .pixels = (double)c.width * c.height, .t_all = vx_now()};
     for (int k = 0; k < nframes; k++) {
-        if (vx__frame_camera(&c, &s, &camp, turntable, k, &cam)) {
-            fprintf(stderr, "voxray: %s%sframe %d: %s\n", path_file ? path_file : "", path_file ? ": " : "", k, vx_errmsg());
-            goto done;
-        }
+        if (!sortlast && !vx_dist_frame_mine(d, k)) continue; /* another rank's frame */
+        if (vx__frame_camera(&c, &s, &camp, turntable, k, &cam))
+            VX__FAIL("%s%sframe %d: %s", path_file ? path_file : "", path_file ? ": " : "", k, vx_errmsg());
         if (k > 0 && (vx__frame_outputs(outs, multi, k, names, frame_outs) ||
-                      vx_outputs_prepare(frame_outs, flags, 4, ins, 5, 0))) {
-            fprintf(stderr, "voxray: %s\n", vx_errmsg());
-            goto done;
-        }
+                      (writes && vx_outputs_prepare(frame_outs, flags, 4, ins, 5, 0)))) VX__FAIL("%s", vx_errmsg());
         double t0 = vx_now();
-        if (vx__render_watched(r, &cam, &f, !quiet && !multi)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
+        if (vx__render_watched(r, &cam, &f, !quiet && !multi && rank == 0)) VX__FAIL("%s", vx_errmsg());
+        if (sortlast && vx_dist_composite(d, vx_renderer_volume(r)->mp.w2i, &cam, &f)) VX__FAIL("%s", vx_errmsg());
         double ms = (vx_now() - t0) * 1e3;
         const char *name = frame_outs[0];
-        /* all of this frame's files are written, then all renamed: never a partial set */
-        vx_outputs_stage_begin();
-        int wok = !vx_image_write_png(name, &f, transparent);
-        for (int d = 0; wok && d < ndepth; d++) wok = !vx__write_map(frame_outs[1 + d], f.depth, f.alpha, f.width, f.height, 1);
-        if (wok && opacity_out) wok = !vx__write_map(frame_outs[3], f.alpha, f.alpha, f.width, f.height, 0);
-        if (vx_outputs_stage_end(wok)) { fprintf(stderr, "voxray: %s\n", vx_errmsg()); goto done; }
-        samples_all += (double)f.samples;
-        rays_all += (double)f.width * f.height;
-        double spr = (double)f.samples / ((double)f.width * f.height);
-        if (quiet) continue;
-        if (!multi) printf("wrote %s (%dx%d, %s backend, %.1f ms, %.1f samples/ray)\n", name, f.width, f.height,
-                           vx_renderer_backend_name(r), ms, spr);
-        else if (tty) {
-            int bar = 30, done_n = (k + 1) * bar / nframes;
-            fprintf(stderr, "\r[%.*s%*s] %d/%d frames, %.1f ms/frame", done_n, "##############################",
-                    bar - done_n, "", k + 1, nframes, (vx_now() - t_all) * 1e3 / (k + 1));
-            if (k + 1 == nframes) fputc('\n', stderr);
-        } else fprintf(stderr, "frame %d/%d: %s (%.1f ms, %.1f samples/ray)\n", k + 1, nframes, name, ms, spr);
+        if (writes) { /* all of this frame's files are written, then all renamed: never a partial set */
+            vx_outputs_stage_begin();
+            int wok = !vx_image_write_png(name, &f, transparent);
+            for (int dd = 0; wok && dd < ndepth; dd++) wok = !vx__write_map(frame_outs[1 + dd], f.depth, f.alpha, f.width, f.height, 1);
+            if (wok && opacity_out) wok = !vx__write_map(frame_outs[3], f.alpha, f.alpha, f.width, f.height, 0);
+            if (vx_outputs_stage_end(wok)) VX__FAIL("%s", vx_errmsg());
+        }
+        if (!multi) {
+            pg.samples_all += (double)f.samples;
+            if (!pg.quiet)
+                printf("wrote %s (%dx%d, %s backend, %.1f ms, %.1f samples/ray", name, f.width, f.height,
+                       vx_renderer_backend_name(r), ms, (double)f.samples / pg.pixels);
+            if (!pg.quiet) printf(d ? ", sort-last over %d ranks)\n" : ")\n", vx_dist_size(d));
+            continue;
+        }
+        if (vx_dist_frame_done(d, k, f.samples, ms)) VX__FAIL("%s", vx_errmsg());
+        if (rank == 0) vx__progress_frame(&pg, k, f.samples, ms);
+        int kk;
+        long long sm;
+        double mm;
+        while (vx_dist_frame_next(d, 0, &kk, &sm, &mm)) vx__progress_frame(&pg, kk, sm, mm);
     }
-    if (multi && !quiet)
-        printf("wrote %d frames (%dx%d, %s backend, %.1f ms/frame, %.1f samples/ray)\n", nframes, c.width, c.height,
-               vx_renderer_backend_name(r), (vx_now() - t_all) * 1e3 / nframes, samples_all / rays_all);
+    if (multi && rank == 0) {
+        int kk;
+        long long sm;
+        double mm;
+        while (pg.done < nframes && vx_dist_frame_next(d, 1, &kk, &sm, &mm)) vx__progress_frame(&pg, kk, sm, mm);
+        if (!pg.quiet)
+            printf("wrote %d frames (%dx%d, %s backend, %.1f ms/frame, %.1f samples/ray%s)\n", nframes, c.width,
+                   c.height, vx_renderer_backend_name(r), (vx_now() - pg.t_all) * 1e3 / nframes,
+                   pg.samples_all / (pg.pixels * nframes), d ? ", frames dealt across ranks" : "");
+    }
     rc = 0;
+#undef VX__FAIL
 done:
     vx_frame_free(&f);
     vx_renderer_destroy(r);
     vx_camera_path_free(&camp);
     vx_scene_free(&s);
+    if (req.plan.nodes) vx_piece_plan_free(&req.plan);
+    if (!rc && d) vx_dist_end(d); /* (on a failure under MPI the job has ended already) */
     return rc;
 }
