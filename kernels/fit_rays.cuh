@@ -61,6 +61,7 @@ __device__ __forceinline__ void vx_fit_scatter_voxel(float *grad, size_t v, floa
  * the colour is summed per corner (s_c = sum_j w_j sum_i k_jci b_i) so the interpolated
  * coefficients never materialise. visit() (backward only) scatters dL/dgrid. */
 template <int DEG, bool BWD> struct vx_fit_sh_op {
+    static constexpr bool pieces = false; /* training marches whole rays (march.h) */
     const vx_march_params *m;
     const vx_fit_index *L;
     const float *data;

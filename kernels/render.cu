@@ -92,7 +92,8 @@ template <typename T> struct vx_apron_store {
 /* The renderer's op for vx_march_run: march.h's trilinear cell and blend with NC a
  * constant (the channels stay in registers), and decode.h's decoder chosen at compile time.
  * vx_march_run<vx_render_op> calls sample() and visit() directly (march.h). */
-template <class S, int DEC, int DEG> struct vx_render_op {
+template <class S, int DEC, int DEG, bool P> struct vx_render_op {
+    static constexpr bool pieces = P; /* false: whole frames, no ownership test (march.h) */
     const vx_march_params *m;
     S store;
     vx_brick_cache cache; /* sparse storage: the ray's current block */
@@ -154,7 +155,7 @@ template <class S, int DEC, int DEG> struct vx_render_op {
 template <class S, int DEC, int DEG> struct vx_min_blocks { static constexpr int n = 0; };
 template <> struct vx_min_blocks<vx_apron_store<float>, VX_DEC_SH, 2> { static constexpr int n = 5; };
 
-template <class S, int DEC, int DEG>
+template <class S, int DEC, int DEG, bool P>
 __global__ void __launch_bounds__(128, vx_min_blocks<S, DEC, DEG>::n)
 vx_render_kernel(const __grid_constant__ vx_march_params m, const __grid_constant__ vx_camera cam, const S store,
                  const unsigned char *__restrict__ occ, float *__restrict__ out_rgb,
@@ -166,7 +167,7 @@ vx_render_kernel(const __grid_constant__ vx_march_params m, const __grid_constan
     if (inside) {
         vx_vec3 o, d;
         vx_camera_ray(&cam, (float)j + 0.5f, (float)i + 0.5f, &o, &d);
-        vx_render_op<S, DEC, DEG> op = {&m, store, {~0u, 0}};
+        vx_render_op<S, DEC, DEG, P> op = {&m, store, {~0u, 0}};
         float u = vx_pixel_jitter(m.jitter_seed, (unsigned long long)i * cam.width + j);
         vx_ray_result r = vx_march_run(&m, occ, o, d, u, &op);
         samples = r.samples;
@@ -206,9 +207,16 @@ static int vx__launch_render(const vx_cuda_volume *cv, const S &store, const vx_
     dim3 threads(VX_BLOCK_X, VX_BLOCK_Y);
     dim3 blocks(vx_ceil_div(c->width, VX_BLOCK_X), vx_ceil_div(c->height, VX_BLOCK_Y));
     const vx_march_params &m = cv->mp;
-#define VX_GO(DEC, DEG) \
-    vx_render_kernel<S, DEC, DEG><<<blocks, threads>>>(m, *c, store, cv->d_occ, cv->d_rgb, cv->d_alpha, depth, \
-                                                       cv->d_counters)
+/* a sort-last piece (m.own) takes the kernel with the ownership test, a whole frame the one without */
+#define VX_GO(DEC, DEG)                                                                                        \
+    do {                                                                                                       \
+        if (m.own)                                                                                             \
+            vx_render_kernel<S, DEC, DEG, true><<<blocks, threads>>>(m, *c, store, cv->d_occ, cv->d_rgb,       \
+                                                                     cv->d_alpha, depth, cv->d_counters);      \
+        else                                                                                                   \
+            vx_render_kernel<S, DEC, DEG, false><<<blocks, threads>>>(m, *c, store, cv->d_occ, cv->d_rgb,      \
+                                                                      cv->d_alpha, depth, cv->d_counters);     \
+    } while (0)
     switch (m.dec.type) {
     case VX_DEC_RGBA: VX_GO(VX_DEC_RGBA, 0); break;
     case VX_DEC_SCALAR: VX_GO(VX_DEC_SCALAR, 0); break;

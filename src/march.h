@@ -305,6 +305,17 @@ VX_HD void vx_march_no_visit(void *op, const vx_composite *c, const vx_sample *s
 #define VX_MARCH_OP_OF(o) (o)
 #define VX_MARCH_SAMPLE(op, s, d, rgb) vx_op_t::sample(op, s, d, rgb)
 #define VX_MARCH_VISIT(op, c, s, rgb, w) vx_op_t::visit(op, c, s, rgb, w)
+/* Whether an op type marches sort-last pieces (m->own): yes unless it declares
+ * `static constexpr bool pieces = false`. The CUDA ops of whole frames and of the fit do, so
+ * their kernels compile without the ownership test and keep the registers of the loop
+ * before pieces existed (render.cu instantiates a pieces kernel beside each one). */
+template <class T, class = void> struct vx_march_pieces_t {
+    static constexpr bool value = true;
+};
+template <class T> struct vx_march_pieces_t<T, decltype((void)T::pieces)> {
+    static constexpr bool value = T::pieces;
+};
+#define VX_MARCH_PIECES(op) (vx_march_pieces_t<vx_op_t>::value)
 #else
 #define VX_MARCH_OP_FUNCS(SAMPLE, VISIT)
 #define VX_MARCH_TEMPLATE
@@ -312,6 +323,7 @@ VX_HD void vx_march_no_visit(void *op, const vx_composite *c, const vx_sample *s
 #define VX_MARCH_OP_OF(o) ((vx_march_op *)(void *)(o)) /* an op starts with its head */
 #define VX_MARCH_SAMPLE(op, s, d, rgb) (op)->sample(op, s, d, rgb)
 #define VX_MARCH_VISIT(op, c, s, rgb, w) (op)->visit(op, c, s, rgb, w)
+#define VX_MARCH_PIECES(op) 1 /* C ops: m->own decides at run time */
 #endif
 
 /* Fill an op's function pointers (the C form; unused but harmless in C++). */
@@ -328,13 +340,14 @@ VX_HD vx_ray_result vx_march_run(const vx_march_params *m, const unsigned char *
     if (vx_ray_box(m->box_lo, m->box_hi, oi, di, &t0, &t1)) {
         float ts = u > 0.0f ? t0 - (1.0f - u) * m->dt : t0;
         int n = vx_segment_count(t1 - ts, m->dt, m->max_segments), k0 = 0, k1 = n;
-        if (m->own) vx_march_own_range(m, oi, di, ts, n, &k0, &k1); /* a piece: its stretch of the same segments */
+        const int own = VX_MARCH_PIECES(op) && m->own; /* a compile-time 0 for whole-frame CUDA ops */
+        if (own) vx_march_own_range(m, oi, di, ts, n, &k0, &k1); /* a piece: its stretch of the same segments */
         for (int k = k0; k < k1; k++) {
             vx_sample s;
             vx_segment(m, ts, t0, t1, n, k, &s.ta, &s.tb);
             s.tm = 0.5f * (s.ta + s.tb);
             s.p = vx_add(oi, vx_scale(di, s.tm));
-            if (m->own && !vx_march_owns(m, s.p)) continue;
+            if (own && !vx_march_owns(m, s.p)) continue;
             if (occ && vx_occ_skip(m, occ, oi, di, s.p, ts, n, &k)) continue;
             float rgb[3];
             float sigma = VX_MARCH_SAMPLE(op, &s, d, rgb);
