@@ -136,6 +136,7 @@ int vx_bench_fit(int argc, char **argv) {
     }
     if (!scene || !dataset) { vx__bench_fit_usage(stderr); return 2; }
 #ifndef VX_HAVE_CUDA
+    (void)dense;
     fprintf(stderr, "voxray bench fit: this voxray was built without CUDA\n");
     return 1;
 #else
