@@ -172,7 +172,7 @@ int vx_bench_hdda(int argc, char **argv) {
     w = cc.width > 0 ? cc.width : 800;
     h = cc.height > 0 ? cc.height : 800;
 #ifndef VX_HAVE_NANOVDB
-    (void)frames; (void)w; (void)h;
+    (void)frames; (void)w; (void)h; (void)scenes;
     fprintf(stderr, "voxray: bench hdda: this voxray was built without NanoVDB (install libnanovdb-dev, or "
                     "`make deps-bundle` for the device, and rebuild)\n");
     return 1;
