@@ -308,7 +308,7 @@ extern "C" int vx_fit_model_upload_cuda(vx_fit_device **out, const vx_fit_model 
     g->m = *f;
     g->m.data = g->m.grad = g->m.adam_m = g->m.adam_v = g->m.wmax = NULL;
     g->m.alive = g->m.occ = NULL;
-    g->m.table = g->m.bxyz = NULL;
+    g->m.table = g->m.bxyz = g->m.view_table = NULL;
     memset(&g->m.view, 0, sizeof g->m.view);
     g->m.mp.occ_b = 0; /* occupancy is rebuilt on the device by vx_fit_occupancy_build_cuda */
     g->max_batch = max_batch;
@@ -343,7 +343,8 @@ static int vx__download(const vx_fit_device *g, vx_fit_model *f, int all) {
         return -1;
     }
     if (f->nslots && (vx_cuda_download(f->table, g->d_table, vx__entries(f) * sizeof(int32_t)) ||
-                      vx_cuda_download(f->bxyz, g->d_bxyz, 3 * f->nslots * sizeof(int32_t))))
+                      vx_cuda_download(f->bxyz, g->d_bxyz, 3 * f->nslots * sizeof(int32_t)) ||
+                      vx_fit_view_update(f)))
         return -1;
     size_t nv = vx__nv(f), n = nv * f->nc;
     if (!all && f->grad) { /* a parameters-only copy (to write or render): drop what it never uses */

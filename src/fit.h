@@ -62,8 +62,13 @@ typedef struct {
     size_t nslots;              /* pool slots, the null brick included */
     int sparse_fit;             /* resampling makes bricked storage holding only the bricks
                                  * with alive voxels (set before training; 0: stay dense) */
-    vx_sparse view;             /* bricked: the pool as a vx_sparse (renderer, CPU fetch) */
+    vx_sparse view;             /* bricked: the live bricks as a vx_sparse for the renderer and
+                                 * writing (absent bricks -1, the pool past the null brick) */
+    int32_t *view_table;        /* the view's table: table - 1 */
 } vx_fit_model;
+
+/* Refresh f->view after the table changed (resampling and the CUDA download call it). */
+int vx_fit_view_update(vx_fit_model *f);
 
 /* Entries of every per-voxel array (alive, wmax; data etc. hold nc floats per entry):
  * nx*ny*nz dense, nslots*512 bricked (nslots > 0 marks bricked storage, also in the

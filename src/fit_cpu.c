@@ -82,23 +82,31 @@ void vx_fit_index_of(const vx_fit_model *f, vx_fit_index *ix) {
 
 static void vx__free_arrays(vx_fit_model *f) {
     free(f->data); free(f->grad); free(f->adam_m); free(f->adam_v);
-    free(f->alive); free(f->wmax); free(f->occ); free(f->table); free(f->bxyz);
+    free(f->alive); free(f->wmax); free(f->occ); free(f->table); free(f->bxyz); free(f->view_table);
     f->data = f->grad = f->adam_m = f->adam_v = f->wmax = NULL;
     f->alive = f->occ = NULL;
-    f->table = f->bxyz = NULL;
+    f->table = f->bxyz = f->view_table = NULL;
     f->nslots = 0;
     memset(&f->view, 0, sizeof f->view);
 }
 
-/* The vx_sparse face of bricked storage (every table entry a slot, the null brick too). */
-static void vx__set_view(vx_fit_model *f) {
+/* The vx_sparse face of bricked storage: the live bricks only (absent ones -1, reading the
+ * zero background), so renderers skip them and the CUDA upload holds no block for them. */
+int vx_fit_view_update(vx_fit_model *f) {
     memset(&f->view, 0, sizeof f->view);
-    if (!f->table) return;
+    free(f->view_table);
+    f->view_table = NULL;
+    if (!f->table) return 0;
+    size_t entries = (size_t)f->bn[0] * f->bn[1] * f->bn[2];
+    f->view_table = vx_malloc(entries * sizeof(int32_t), "fit scene brick table");
+    if (!f->view_table) return -1;
+    for (size_t k = 0; k < entries; k++) f->view_table[k] = f->table[k] - 1; /* the null brick -> -1 */
     for (int a = 0; a < 3; a++) f->view.bn[a] = f->bn[a];
     f->view.nc = f->nc;
-    f->view.table = f->table;
-    f->view.nbricks = f->nslots;
-    f->view.pool = f->data;
+    f->view.table = f->view_table;
+    f->view.nbricks = f->nslots - 1;
+    f->view.pool = f->data + (size_t)VX_BRICK_VOXELS * f->nc;
+    return 0;
 }
 
 /* Allocate every array for the lattice f->nx*ny*nz of f->nc channels (zeroed): dense when
@@ -137,7 +145,7 @@ static int vx__alloc_arrays(vx_fit_model *f, size_t nslots) {
         return -1;
     }
     memset(f->alive, nslots ? 0 : 1, nv);
-    vx__set_view(f);
+    if (vx_fit_view_update(f)) { vx__free_arrays(f); return -1; }
     return 0;
 }
 
@@ -350,7 +358,7 @@ static int vx__alloc_live_bricks(vx_fit_model *f, const vx_fit_index *Lo, const 
         slot++;
     }
     free(live);
-    return 0;
+    return vx_fit_view_update(f);
 }
 
 int vx_fit_resample_cpu(vx_fit_model *f, const double lo[3], const double hi[3], const int res[3]) {
@@ -368,8 +376,9 @@ int vx_fit_resample_cpu(vx_fit_model *f, const double lo[3], const double hi[3],
     f->nx = res[0]; f->ny = res[1]; f->nz = res[2];
     f->data = f->grad = f->adam_m = f->adam_v = f->wmax = NULL;
     f->alive = f->occ = NULL;
-    f->table = f->bxyz = NULL;
+    f->table = f->bxyz = f->view_table = NULL;
     f->nslots = 0;
+    memset(&f->view, 0, sizeof f->view);
     int rc = f->sparse_fit ? vx__alloc_live_bricks(f, &Lo, o.alive, ma, mb) : vx__alloc_arrays(f, 0);
     if (rc) { vx__free_arrays(f); *f = o; return -1; }
     vx_fit_index_of(f, &Ln);
