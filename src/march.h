@@ -279,8 +279,8 @@ VX_HD float vx_composite_step(vx_composite *c, float sigma, const float *rgb, co
  * including it, w its weight. A sample with sigma == 0 changes neither colour, T nor any
  * gradient, so it is counted and passed over.
  *
- * In C an op starts with vx_march_op (two function pointers; gcc inlines them since the op
- * is a local with constant pointers). In CUDA C++ vx_march_run is a template on the op's
+ * In C an op starts with vx_march_op (two function pointers, read once before the loop so
+ * that gcc calls them directly; see VX_MARCH_OP_LOAD). In CUDA C++ vx_march_run is a template on the op's
  * type and calls its static sample()/visit() directly: nvcc does not inline calls through
  * function pointers (the kernels then spill to a stack), so the C++ form is what keeps
  * each kernel's channels in registers. An op struct starts with `vx_march_op op` and
