@@ -112,6 +112,33 @@ VX_HD const float *vx_dense_voxel(const float *data, int nx, int ny, int nc, int
     return data + (((size_t)z * ny + y) * nx + x) * (size_t)nc;
 }
 
+/* The eight corner voxels of cell c in sparse bricks. When all eight lie in one brick (7
+ * cells in 8 along each axis, about two thirds of all cells) the table is read once and
+ * the corners are fixed offsets from the low one; else each corner reads its own brick.
+ * The same pointers either way (vx_sparse_voxel's), so the blend is the same bit for bit. */
+VX_HD void vx_sparse_cell(const vx_sparse *s, const vx_cell *c, const float *v[8]) {
+    if (!(((c->x[0] ^ c->x[1]) | (c->y[0] ^ c->y[1]) | (c->z[0] ^ c->z[1])) >> VX_BRICK_LOG2)) {
+        ptrdiff_t o = vx_sparse_offset(s->table, s->bn, s->nc, c->x[0], c->y[0], c->z[0]);
+        if (o < 0) {
+            for (int k = 0; k < 8; k++) v[k] = s->background;
+            return;
+        }
+        const float *base = s->pool + o;
+        int dx = (c->x[1] - c->x[0]) * s->nc, dy = (c->y[1] - c->y[0]) * VX_BRICK * s->nc,
+            dz = (c->z[1] - c->z[0]) * VX_BRICK * VX_BRICK * s->nc;
+        v[0] = base;           v[1] = base + dx;
+        v[2] = base + dy;      v[3] = base + dy + dx;
+        v[4] = base + dz;      v[5] = base + dz + dx;
+        v[6] = base + dz + dy; v[7] = base + dz + dy + dx;
+        return;
+    }
+    for (int k = 0; k < 8; k++) {
+        int x, y, z;
+        vx_cell_corner(c, k, &x, &y, &z);
+        v[k] = vx_sparse_voxel(s, x, y, z);
+    }
+}
+
 /* Trilinear interpolation of the first nout of nc channels at index-space point p, from
  * dense float32 storage (sparse == NULL) or sparse bricks (absent ones read the background). */
 VX_HD void vx_trilinear_fetch_grid(const float *data, const vx_sparse *sparse, int nx, int ny, int nz, int nc,
@@ -119,11 +146,13 @@ VX_HD void vx_trilinear_fetch_grid(const float *data, const vx_sparse *sparse, i
     vx_cell c;
     const float *v[8];
     vx_trilinear_cell(nx, ny, nz, p, &c);
-    for (int k = 0; k < 8; k++) {
-        int x, y, z;
-        vx_cell_corner(&c, k, &x, &y, &z);
-        v[k] = sparse ? vx_sparse_voxel(sparse, x, y, z) : vx_dense_voxel(data, nx, ny, nc, x, y, z);
-    }
+    if (sparse) vx_sparse_cell(sparse, &c, v);
+    else
+        for (int k = 0; k < 8; k++) {
+            int x, y, z;
+            vx_cell_corner(&c, k, &x, &y, &z);
+            v[k] = vx_dense_voxel(data, nx, ny, nc, x, y, z);
+        }
     vx_cell_blend(&c, v, nout, out);
 }
 
@@ -271,8 +300,8 @@ VX_HD float vx_composite_step(vx_composite *c, float sigma, const float *rgb, co
  * including it, w its weight. A sample with sigma == 0 changes neither colour, T nor any
  * gradient, so it is counted and passed over.
  *
- * In C an op starts with vx_march_op (two function pointers; gcc inlines them since the op
- * is a local with constant pointers). In CUDA C++ vx_march_run is a template on the op's
+ * In C an op starts with vx_march_op (two function pointers, read once before the loop so
+ * that gcc calls them directly; see VX_MARCH_OP_LOAD). In CUDA C++ vx_march_run is a template on the op's
  * type and calls its static sample()/visit() directly: nvcc does not inline calls through
  * function pointers (the kernels then spill to a stack), so the C++ form is what keeps
  * each kernel's channels in registers. An op struct starts with `vx_march_op op` and
@@ -303,6 +332,7 @@ VX_HD void vx_march_no_visit(void *op, const vx_composite *c, const vx_sample *s
 #define VX_MARCH_TEMPLATE template <class vx_op_t>
 #define VX_MARCH_OP_PTR vx_op_t *
 #define VX_MARCH_OP_OF(o) (o)
+#define VX_MARCH_OP_LOAD(op)
 #define VX_MARCH_SAMPLE(op, s, d, rgb) vx_op_t::sample(op, s, d, rgb)
 #define VX_MARCH_VISIT(op, c, s, rgb, w) vx_op_t::visit(op, c, s, rgb, w)
 /* Whether an op type marches sort-last pieces (m->own): yes unless it declares
@@ -321,8 +351,12 @@ template <class T> struct vx_march_pieces_t<T, decltype((void)T::pieces)> {
 #define VX_MARCH_TEMPLATE
 #define VX_MARCH_OP_PTR vx_march_op *
 #define VX_MARCH_OP_OF(o) ((vx_march_op *)(void *)(o)) /* an op starts with its head */
-#define VX_MARCH_SAMPLE(op, s, d, rgb) (op)->sample(op, s, d, rgb)
-#define VX_MARCH_VISIT(op, c, s, rgb, w) (op)->visit(op, c, s, rgb, w)
+/* The pointers are read once, before the loop: the op's own calls get its address, so a
+ * read inside the loop could not be proved unchanged and gcc kept an indirect call per
+ * sample (measured: neither sample() nor the fetch was inlined into the CPU renderer). */
+#define VX_MARCH_OP_LOAD(op) const vx_march_op vx__fn = *(op);
+#define VX_MARCH_SAMPLE(op, s, d, rgb) vx__fn.sample(op, s, d, rgb)
+#define VX_MARCH_VISIT(op, c, s, rgb, w) vx__fn.visit(op, c, s, rgb, w)
 #define VX_MARCH_PIECES(op) 1 /* C ops: m->own decides at run time */
 #endif
 
@@ -334,6 +368,7 @@ template <class T> struct vx_march_pieces_t<T, decltype((void)T::pieces)> {
 VX_MARCH_TEMPLATE
 VX_HD vx_ray_result vx_march_run(const vx_march_params *m, const unsigned char *occ, vx_vec3 o, vx_vec3 d, float u,
                                  VX_MARCH_OP_PTR op) {
+    VX_MARCH_OP_LOAD(op)
     vx_composite c = {{0.0f, 0.0f, 0.0f}, 1.0f, 0.0f, 0};
     float t0, t1;
     vx_vec3 oi = vx_affine_point(m->w2i, o), di = vx_affine_dir(m->w2i, d);
@@ -397,6 +432,15 @@ VX_HD void vx_shade(const vx_march_params *m, const float *f, vx_vec3 d, float *
 
 /* ---- the CPU ops: dense and sparse float32 storage, any decoder -------------------------- */
 
+/* gcc inlines the fetch, decode and shading into the CPU op's sample() only when told to
+ * (it judged the fetch too big): 20% less CPU time on a 10 M-voxel fog sphere
+ * (docs/BENCHMARKS.md). nvcc force-inlines VX_HD already. */
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#define VX_CPU_FLATTEN __attribute__((flatten))
+#else
+#define VX_CPU_FLATTEN
+#endif
+
 VX_HD float vx_grid_op_sample(void *op, const vx_sample *s, vx_vec3 d, float *rgb);
 
 typedef struct vx_grid_op {
@@ -408,7 +452,7 @@ typedef struct vx_grid_op {
     VX_MARCH_OP_FUNCS(vx_grid_op_sample, vx_march_no_visit)
 } vx_grid_op;
 
-VX_HD float vx_grid_op_sample(void *op, const vx_sample *s, vx_vec3 d, float *rgb) {
+VX_CPU_FLATTEN VX_HD float vx_grid_op_sample(void *op, const vx_sample *s, vx_vec3 d, float *rgb) {
     vx_grid_op *g = (vx_grid_op *)op;
     const vx_march_params *m = g->m;
     vx_trilinear_fetch_grid(g->data, g->sparse, m->nx, m->ny, m->nz, m->nc, m->nc, s->p, g->raw);

@@ -450,12 +450,21 @@ void vx_sparse_range(const vx_sparse *sp, const int lo[3], const int hi[3], floa
                 int q0[3] = {vx_maxi(lo[0], bx * VX_BRICK), vx_maxi(lo[1], by * VX_BRICK), vx_maxi(lo[2], bz * VX_BRICK)};
                 int q1[3] = {vx_mini(hi[0], bx * VX_BRICK + VX_BRICK - 1), vx_mini(hi[1], by * VX_BRICK + VX_BRICK - 1),
                              vx_mini(hi[2], bz * VX_BRICK + VX_BRICK - 1)};
+                /* the brick's own rows, read straight from its slot (this loop is most of
+                 * the occupancy build, which runs on every open) */
+                float lmn = *mn, lmx = *mx;
                 for (int z = q0[2]; z <= q1[2]; z++)
-                    for (int y = q0[1]; y <= q1[1]; y++)
+                    for (int y = q0[1]; y <= q1[1]; y++) {
+                        const float *row = sp->pool + ((size_t)slot * VX_BRICK_VOXELS +
+                                                       ((size_t)(z & (VX_BRICK - 1)) * VX_BRICK + (y & (VX_BRICK - 1))) * VX_BRICK) *
+                                                          (size_t)sp->nc;
                         for (int x = q0[0]; x <= q1[0]; x++) {
-                            float v = vx_sparse_voxel(sp, x, y, z)[0];
-                            *mn = v < *mn ? v : *mn;
-                            *mx = v > *mx ? v : *mx;
+                            float v = row[(size_t)(x & (VX_BRICK - 1)) * sp->nc];
+                            lmn = v < lmn ? v : lmn;
+                            lmx = v > lmx ? v : lmx;
                         }
+                    }
+                *mn = lmn;
+                *mx = lmx;
             }
 }

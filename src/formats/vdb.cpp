@@ -142,12 +142,15 @@ int vx_load(const char *path, const char *want, vx_grid *out, vx_decoder *dec, i
         for (int z = 0; z < 8; z++)
             for (int y = 0; y < 8; y++)
                 for (int x = 0; x < 8; x++) {
-                    Coord c = l->origin().offsetBy(x, y, z);
                     float *v = dst + ((size_t)(z * 8 + y) * 8 + x) * nc;
-                    v[0] = l->getValue(c);
-                    if (col) { openvdb::Vec3f k = cacc.getValue(c); v[1] = k[0]; v[2] = k[1]; v[3] = k[2]; }
+                    v[0] = l->getValue(openvdb::Index((x << 6) | (y << 3) | z)); /* a leaf is x-major */
+                    if (col) {
+                        openvdb::Vec3f k = cacc.getValue(l->origin().offsetBy(x, y, z));
+                        v[1] = k[0]; v[2] = k[1]; v[3] = k[2];
+                    }
                     for (int ch = 0; ch < nc; ch++)
                         if (!std::isfinite(v[ch])) {
+                            Coord c = l->origin().offsetBy(x, y, z);
                             vx_sparse_free(s); free(s);
                             return vx_error("%s: grid '%s' voxel (%d, %d, %d) is not finite", path,
                                             name.c_str(), c.x(), c.y(), c.z());
