@@ -42,6 +42,9 @@ const vx_fit_model *vx_fit_model_meta_cuda(const vx_fit_device *g);
 /* Alive voxels (the list the Adam, TV and occupancy kernels run over). */
 size_t vx_fit_alive_count_cuda(const vx_fit_device *g);
 void vx_fit_track_weights_cuda(vx_fit_device *g, int on);
+/* The ray regularisers' weights per ray for the next ray steps (fit.h's reg_sparsity and
+ * reg_distortion; the upload copies the host model's). Both kernel versions apply them. */
+void vx_fit_set_ray_reg_cuda(vx_fit_device *g, float sparsity, float distortion);
 /* Copy the device occupancy grid (vx_fit_occupancy_build_cuda's, count cells) to occ. */
 int vx_fit_occupancy_download_cuda(const vx_fit_device *g, unsigned char *occ, size_t count);
 

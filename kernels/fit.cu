@@ -62,15 +62,18 @@ static vx_fit_index vx__index(const vx_fit_device *g) {
 __global__ void vx_fit_rays_backward_kernel(vx_march_params mp, vx_fit_index L, const float *__restrict__ data,
                                             const unsigned char *__restrict__ occ, const float *__restrict__ origin,
                                             const float *__restrict__ dir, const float *__restrict__ target, int n,
-                                            float scale, float *grad, float *wmax, float *rgb_out, float *loss_out) {
+                                            float scale, vx_fit_reg reg, float *grad, float *wmax, float *rgb_out,
+                                            float *loss_out) {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= n) return;
     vx_vec3 o = vx_v3(origin[3 * r], origin[3 * r + 1], origin[3 * r + 2]);
     vx_vec3 d = vx_v3(dir[3 * r], dir[3 * r + 1], dir[3 * r + 2]);
-    vx_ray_result fwd = vx_fit_march(&mp, &L, data, occ, o, d);
+    int on = vx_fit_reg_on(&reg);
+    vx_fit_reg_sums sums;
+    vx_ray_result fwd = on ? vx_fit_march_reg(&mp, &L, data, occ, o, d, &sums) : vx_fit_march(&mp, &L, data, occ, o, d);
     float g[3];
     loss_out[r] = vx_fit_mse_backward(fwd.rgb, target + 3 * r, scale, g);
-    vx_fit_march_backward(&mp, &L, data, occ, o, d, &fwd, g, grad, wmax, NULL);
+    vx_fit_march_backward(&mp, &L, data, occ, o, d, &fwd, g, grad, wmax, NULL, on ? &reg : NULL, &sums);
     for (int c = 0; c < 3; c++) rgb_out[3 * r + c] = fwd.rgb[c];
 }
 
@@ -321,6 +324,10 @@ extern "C" int vx_fit_model_upload_cuda(vx_fit_device **out, const vx_fit_model 
 extern "C" const vx_fit_model *vx_fit_model_meta_cuda(const vx_fit_device *g) { return &g->m; }
 extern "C" size_t vx_fit_alive_count_cuda(const vx_fit_device *g) { return g->n_active; }
 extern "C" void vx_fit_track_weights_cuda(vx_fit_device *g, int on) { g->m.track_wmax = on; }
+extern "C" void vx_fit_set_ray_reg_cuda(vx_fit_device *g, float sparsity, float distortion) {
+    g->m.reg_sparsity = sparsity;
+    g->m.reg_distortion = distortion;
+}
 extern "C" void vx_fit_profile_cuda(vx_fit_device *g, int on) { g->profile = on; }
 extern "C" void vx_fit_timings_cuda(vx_fit_device *g, double ms[4]) {
     for (int k = 0; k < 4; k++) { ms[k] = g->prof_ms[k]; g->prof_ms[k] = 0.0; }
@@ -397,7 +404,14 @@ extern "C" int vx_fit_views_upload_cuda(vx_fit_device *g, const vx_dataset *d) {
     return 0;
 }
 
-/* Launch version 2 for this model's SH degree. */
+/* The regularisers' weights per ray of an n-ray batch (the batch mean, as the loss). */
+static vx_fit_reg vx__reg(const vx_fit_device *g, int n) {
+    vx_fit_reg r = {g->m.reg_sparsity / (float)n, g->m.reg_distortion / (float)n};
+    return r;
+}
+
+/* Launch version 2 for this model's SH degree; the instantiation with the regularisers
+ * only when one is on, so the default kernel is the one measured before they existed. */
 static int vx__rays_v2(vx_fit_device *g, const vx_fit_ray_src *src, int n, float *d_rgb) {
     int bs = 128;
     unsigned blocks = vx_ceil_div((size_t)n, bs);
@@ -405,14 +419,22 @@ static int vx__rays_v2(vx_fit_device *g, const vx_fit_ray_src *src, int n, float
     const unsigned char *occ = g->m.mp.occ_b ? g->d_occ : NULL;
     float *wmax = g->m.track_wmax ? g->d_wmax : NULL;
     vx_fit_index L = vx__index(g);
+    vx_fit_reg reg = vx__reg(g, n);
+    int on = vx_fit_reg_on(&reg);
     if (vx_cuda_zero(g->d_sum, sizeof(double))) return -1;
+#define VX__LAUNCH(D)                                                                                          \
+    (on ? vx_fit_rays_v2_kernel<D, true><<<blocks, bs>>>(g->m.mp, L, g->d_data, occ, *src, n, scale, reg,      \
+                                                         g->d_grad, wmax, d_rgb, g->d_sum)                     \
+        : vx_fit_rays_v2_kernel<D, false><<<blocks, bs>>>(g->m.mp, L, g->d_data, occ, *src, n, scale, reg,     \
+                                                          g->d_grad, wmax, d_rgb, g->d_sum))
     switch (g->m.sh_degree) {
-    case 0: vx_fit_rays_v2_kernel<0><<<blocks, bs>>>(g->m.mp, L, g->d_data, occ, *src, n, scale, g->d_grad, wmax, d_rgb, g->d_sum); break;
-    case 1: vx_fit_rays_v2_kernel<1><<<blocks, bs>>>(g->m.mp, L, g->d_data, occ, *src, n, scale, g->d_grad, wmax, d_rgb, g->d_sum); break;
-    case 2: vx_fit_rays_v2_kernel<2><<<blocks, bs>>>(g->m.mp, L, g->d_data, occ, *src, n, scale, g->d_grad, wmax, d_rgb, g->d_sum); break;
-    case 3: vx_fit_rays_v2_kernel<3><<<blocks, bs>>>(g->m.mp, L, g->d_data, occ, *src, n, scale, g->d_grad, wmax, d_rgb, g->d_sum); break;
+    case 0: VX__LAUNCH(0); break;
+    case 1: VX__LAUNCH(1); break;
+    case 2: VX__LAUNCH(2); break;
+    case 3: VX__LAUNCH(3); break;
     default: return vx_error("fit: SH degree %d has no CUDA kernel", g->m.sh_degree);
     }
+#undef VX__LAUNCH
     VX_LAUNCH_CHECK("vx_fit_rays_v2_kernel");
     return 0;
 }
@@ -434,7 +456,8 @@ extern "C" int vx_fit_rays_backward_cuda(vx_fit_device *g, const vx_fit_batch *b
         int bs = 128;
         vx_fit_rays_backward_kernel<<<vx_ceil_div((size_t)b->n, bs), bs>>>(
             g->m.mp, vx__index(g), g->d_data, g->m.mp.occ_b ? g->d_occ : NULL, g->d_origin, g->d_dir, g->d_target, b->n,
-            1.0f / (3.0f * (float)b->n), g->d_grad, g->m.track_wmax ? g->d_wmax : NULL, g->d_rgb, g->d_loss);
+            1.0f / (3.0f * (float)b->n), vx__reg(g, b->n), g->d_grad, g->m.track_wmax ? g->d_wmax : NULL, g->d_rgb,
+            g->d_loss);
         VX_LAUNCH_CHECK("vx_fit_rays_backward_kernel");
         if (vx_cuda_download(g->h_loss, g->d_loss, (size_t)b->n * sizeof(float))) return -1;
         double s = 0.0;

@@ -59,8 +59,10 @@ __device__ __forceinline__ void vx_fit_scatter_voxel(float *grad, size_t v, floa
  * colour). sample() reads density first: a sample with relu(raw0) = 0 has alpha = 0 and
  * changes neither the colour, T nor any gradient, so its colour channels are never read;
  * the colour is summed per corner (s_c = sum_j w_j sum_i k_jci b_i) so the interpolated
- * coefficients never materialise. visit() (backward only) scatters dL/dgrid. */
-template <int DEG, bool BWD> struct vx_fit_sh_op {
+ * coefficients never materialise. visit() (backward) scatters dL/dgrid. REG: the ray
+ * regularisers (fit_march.h) are on: the forward visit sums their terms, the backward adds
+ * their density gradient (REG false compiles to the kernel without them). */
+template <int DEG, bool BWD, bool REG> struct vx_fit_sh_op {
     static constexpr bool pieces = false; /* training marches whole rays (march.h) */
     const vx_march_params *m;
     const vx_fit_index *L;
@@ -71,14 +73,18 @@ template <int DEG, bool BWD> struct vx_fit_sh_op {
     float w[8], s[3];
     const float *C, *g;         /* backward: forward colour and dL/dC */
     float *grad, *wmax;
+    float sig;                  /* REG: the last sample's sigma */
+    vx_fit_reg reg;             /* REG: weights per ray */
+    vx_fit_reg_sums sums;       /* REG: forward sums (written forward, read backward) */
+    vx_fit_reg_run run;         /* REG backward: running sums */
 
     static __device__ __forceinline__ float sample(void *op, const vx_sample *smp, vx_vec3 d, float *rgb);
     static __device__ __forceinline__ void visit(void *op, const vx_composite *cs, const vx_sample *smp,
                                                  const float *rgb, float wk);
 };
 
-template <int DEG, bool BWD>
-__device__ __forceinline__ float vx_fit_sh_op<DEG, BWD>::sample(void *op, const vx_sample *smp, vx_vec3 d,
+template <int DEG, bool BWD, bool REG>
+__device__ __forceinline__ float vx_fit_sh_op<DEG, BWD, REG>::sample(void *op, const vx_sample *smp, vx_vec3 d,
                                                                 float *rgb) {
     constexpr int nb = vx_fit_sh<DEG>::nb, NC = vx_fit_sh<DEG>::nc;
     vx_fit_sh_op *f = (vx_fit_sh_op *)op;
@@ -108,17 +114,22 @@ __device__ __forceinline__ float vx_fit_sh_op<DEG, BWD>::sample(void *op, const 
     }
 #pragma unroll
     for (int c = 0; c < 3; c++) rgb[c] = vx_maxf(f->s[c] + 0.5f, 0.0f);
+    if constexpr (REG) f->sig = raw0 * m->dec.density_scale;
     return raw0 * m->dec.density_scale;
 }
 
-template <int DEG, bool BWD>
-__device__ __forceinline__ void vx_fit_sh_op<DEG, BWD>::visit(void *op, const vx_composite *cs, const vx_sample *smp,
-                                                              const float *rgb, float wk) {
-    if constexpr (!BWD) return;
+template <int DEG, bool BWD, bool REG>
+__device__ __forceinline__ void vx_fit_sh_op<DEG, BWD, REG>::visit(void *op, const vx_composite *cs,
+                                                                   const vx_sample *smp, const float *rgb, float wk) {
     vx_fit_sh_op *f = (vx_fit_sh_op *)op;
+    if constexpr (!BWD) {
+        if constexpr (REG) vx_fit_reg_forward(&f->sums, f->sig, wk, smp->tm, smp->tb - smp->ta);
+        return;
+    }
     float dsig = 0.0f;
 #pragma unroll
     for (int c = 0; c < 3; c++) dsig += f->g[c] * (cs->T * rgb[c] - (f->C[c] - cs->acc[c]));
+    if constexpr (REG) dsig += vx_fit_reg_dsigma(&f->reg, &f->sums, &f->run, f->sig, wk, cs->T, smp->tm, smp->tb - smp->ta);
     float draw0 = (smp->tb - smp->ta) * dsig * f->m->dec.density_scale;
     float gc[3];
 #pragma unroll
@@ -133,15 +144,17 @@ __device__ __forceinline__ void vx_fit_sh_op<DEG, BWD>::visit(void *op, const vx
             if (f->w[j] > 0.0f && !vx_fit_is_null(f->L, f->idx[j])) vx_fit_max(f->wmax + f->idx[j], wk);
 }
 
-/* One ray. BWD false: forward only, writes the composited colour to C. Otherwise C is
- * the forward colour and g = dL/dC: marches again and scatters dL/dgrid into grad (and
- * raises wmax when not NULL). */
-template <int DEG, bool BWD>
+/* One ray. BWD false: forward only, writes the composited colour to C (and with REG the
+ * regularisers' sums to *sums). Otherwise C is the forward colour and g = dL/dC: marches
+ * again and scatters dL/dgrid into grad (and raises wmax when not NULL); with REG the
+ * regularisers' gradient (weights reg, the forward's *sums) is included. */
+template <int DEG, bool BWD, bool REG>
 __device__ __forceinline__ void vx_fit_march_t(const vx_march_params &m, const vx_fit_index &L,
                                                const float *__restrict__ data,
                                                const unsigned char *__restrict__ occ, vx_vec3 o, vx_vec3 d, float *C,
-                                               const float *g, float *grad, float *wmax) {
-    vx_fit_sh_op<DEG, BWD> f;
+                                               const float *g, float *grad, float *wmax, const vx_fit_reg &reg,
+                                               vx_fit_reg_sums &sums) {
+    vx_fit_sh_op<DEG, BWD, REG> f;
     f.m = &m;
     f.L = &L;
     f.data = data;
@@ -150,19 +163,31 @@ __device__ __forceinline__ void vx_fit_march_t(const vx_march_params &m, const v
     f.g = g;
     f.grad = grad;
     f.wmax = wmax;
+    if constexpr (REG) {
+        f.reg = reg;
+        if constexpr (BWD) {
+            f.sums = sums;
+            f.run.W = f.run.S = f.run.P = 0.0f;
+        } else {
+            f.sums.sparse = f.sums.W = f.sums.S = f.sums.D = f.sums.m0 = 0.0f;
+            f.sums.n = 0;
+        }
+    }
     vx_ray_result r = vx_march_run(&m, occ, o, d, 0.0f, &f);
     if (!BWD)
         for (int c = 0; c < 3; c++) C[c] = r.rgb[c];
+    if constexpr (REG && !BWD) sums = f.sums;
 }
 
-/* The ray step: forward, loss, backward; per-block loss sums go to *loss_sum. The minimum
+/* The ray step: forward, loss, backward; per-block loss sums go to *loss_sum (the
+ * photometric loss only; REG adds the regularisers' gradient, weights reg). The minimum
  * of 4 blocks per SM (3 for degree 3) keeps the occupancy of the hand-written loop this
  * replaced: through vx_march_run ptxas asked for 139 registers at degree 2 (was 113), i.e.
  * 3 blocks; capped at 128 it spills 48 bytes (sm_90, docs/BENCHMARKS.md has the timings). */
-template <int DEG>
+template <int DEG, bool REG>
 __global__ void __launch_bounds__(128, DEG == 3 ? 3 : 4)
 vx_fit_rays_v2_kernel(vx_march_params mp, vx_fit_index L, const float *__restrict__ data, const unsigned char *__restrict__ occ,
-                      vx_fit_ray_src src, int n, float scale, float *grad, float *wmax, float *rgb_out,
+                      vx_fit_ray_src src, int n, float scale, vx_fit_reg reg, float *grad, float *wmax, float *rgb_out,
                       double *loss_sum) {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
     float l = 0.0f;
@@ -180,9 +205,10 @@ vx_fit_rays_v2_kernel(vx_march_params mp, vx_fit_index L, const float *__restric
             target = src.target + 3 * r;
         }
         float C[3], g[3], tg[3] = {__ldg(target), __ldg(target + 1), __ldg(target + 2)};
-        vx_fit_march_t<DEG, false>(mp, L, data, occ, o, d, C, NULL, NULL, NULL);
+        vx_fit_reg_sums sums;
+        vx_fit_march_t<DEG, false, REG>(mp, L, data, occ, o, d, C, NULL, NULL, NULL, reg, sums);
         l = vx_fit_mse_backward(C, tg, scale, g);
-        vx_fit_march_t<DEG, true>(mp, L, data, occ, o, d, C, g, grad, wmax);
+        vx_fit_march_t<DEG, true, REG>(mp, L, data, occ, o, d, C, g, grad, wmax, reg, sums);
         if (rgb_out)
             for (int c = 0; c < 3; c++) rgb_out[3 * r + c] = C[c];
     }
@@ -207,7 +233,9 @@ __global__ void vx_fit_render_kernel(vx_march_params mp, vx_fit_index L, const f
     vx_vec3 o, d;
     vx_camera_ray(&cam, (float)px + 0.5f, (float)py + 0.5f, &o, &d);
     float C[3];
-    vx_fit_march_t<DEG, false>(mp, L, data, occ, o, d, C, NULL, NULL, NULL);
+    vx_fit_reg reg = {0.0f, 0.0f};
+    vx_fit_reg_sums sums;
+    vx_fit_march_t<DEG, false, false>(mp, L, data, occ, o, d, C, NULL, NULL, NULL, reg, sums);
     float *out = rgb + ((size_t)py * cam.width + px) * 3;
     out[0] = C[0]; out[1] = C[1]; out[2] = C[2];
 }

@@ -26,6 +26,8 @@ typedef struct {
     float tv_eps;               /* inside the square root of the isotropic TV */
     float prune_weight;         /* prune voxels whose max rendering weight is below this */
     float init_sigma;           /* raw density at start (small positive) */
+    float sparsity, distortion; /* per-ray regulariser weights (docs/FIT.md "Ray regularisers");
+                                 * 0: off, the default until measured */
     int lazy;                   /* sparse Adam: zero-gradient parameters keep value and moments */
 } vx_fit_hparams;
 
@@ -51,6 +53,9 @@ typedef struct {
     vx_march_params mp;         /* march parameters for the current lattice */
     int track_wmax;             /* raise wmax in the ray backward (1 after init; the training loop
                                  * turns it on only while pruning statistics are collected) */
+    float reg_sparsity, reg_distortion; /* the rays step's regulariser weights per ray (the
+                                 * hparams'; the step divides them by the batch), 0 after init */
+    double reg_loss;            /* the last CPU rays step's regulariser term (batch mean) */
     /* Storage. table == NULL: dense, voxel (x, y, z) is entry (z*ny + y)*nx + x of every
      * per-voxel array. Otherwise bricked (sparse): 8^3-voxel bricks in pool slots, voxel
      * (x, y, z) is entry slot*512 + local (vx_fit_vid), the slot from table (bn[0]*bn[1]*bn[2]
@@ -112,7 +117,9 @@ void vx_fit_zero_grad_cpu(vx_fit_model *f);
 
 /* Forward + backward of the MSE loss over a batch: adds dL/d data into f->grad, raises
  * f->wmax, writes the rendered colours into out_rgb (n*3, may be NULL). Returns the mean
- * squared error per channel (the loss). */
+ * squared error per channel (the loss). With f->reg_sparsity or f->reg_distortion set the
+ * gradient includes the ray regularisers (their batch mean goes to f->reg_loss, not into
+ * the returned loss, which stays the photometric one that training reports as PSNR). */
 double vx_fit_rays_backward_cpu(vx_fit_model *f, const vx_fit_batch *b, float *out_rgb);
 
 /* TV on a random subset (fraction of voxels, chosen from seed), weighted per channel

@@ -50,6 +50,8 @@ static int vx__step(vx_fit_backend *b, const vx_fit_step *s, double *loss) {
     vx_fit_sample_batch(b->train, s->ray_seed, &b->batch);
     if (s->occ_cell > 0 && vx_fit_occupancy_build_cpu(b->f, s->occ_cell)) return -1;
     vx_fit_zero_grad_cpu(b->f);
+    b->f->reg_sparsity = s->hp->sparsity;
+    b->f->reg_distortion = s->hp->distortion;
     *loss = vx_fit_rays_backward_cpu(b->f, &b->batch, NULL);
     if (s->tv_sigma > 0 || s->tv_sh > 0)
         vx_fit_tv_backward_cpu(b->f, s->tv_sigma, s->tv_sh, s->hp->tv_fraction, s->tv_seed, s->hp->tv_eps);

@@ -47,6 +47,7 @@ static void vx__track_weights(vx_fit_backend *b, int on) {
 /* The Adam step clears the gradient it consumed: no full-array zeroing per step. */
 static int vx__step(vx_fit_backend *b, const vx_fit_step *s, double *loss) {
     if (s->occ_cell > 0 && vx_fit_occupancy_build_cuda(b->g, s->occ_cell)) return -1;
+    vx_fit_set_ray_reg_cuda(b->g, s->hp->sparsity, s->hp->distortion);
     if (vx_fit_rays_sampled_cuda(b->g, s->batch, s->ray_seed, loss)) return -1;
     if ((s->tv_sigma > 0 || s->tv_sh > 0) &&
         vx_fit_tv_backward_cuda(b->g, s->tv_sigma, s->tv_sh, s->hp->tv_fraction, s->tv_seed, s->hp->tv_eps, NULL))

@@ -224,18 +224,25 @@ double vx_fit_rays_backward_cpu(vx_fit_model *f, const vx_fit_batch *b, float *o
     vx_fit_index L;
     vx_fit_index_of(f, &L);
     float scale = 1.0f / (3.0f * (float)b->n);
-    double loss = 0.0;
-    #pragma omp parallel for schedule(dynamic, 64) reduction(+ : loss)
+    vx_fit_reg reg = {f->reg_sparsity / (float)b->n, f->reg_distortion / (float)b->n};
+    int on = vx_fit_reg_on(&reg);
+    double loss = 0.0, rloss = 0.0;
+    #pragma omp parallel for schedule(dynamic, 64) reduction(+ : loss, rloss)
     for (int r = 0; r < b->n; r++) {
         vx_vec3 o = vx_v3(b->origin[3 * r], b->origin[3 * r + 1], b->origin[3 * r + 2]);
         vx_vec3 d = vx_v3(b->dir[3 * r], b->dir[3 * r + 1], b->dir[3 * r + 2]);
-        vx_ray_result fwd = vx_fit_march(m, &L, f->data, f->occ, o, d);
+        vx_fit_reg_sums sums;
+        vx_ray_result fwd = on ? vx_fit_march_reg(m, &L, f->data, f->occ, o, d, &sums)
+                               : vx_fit_march(m, &L, f->data, f->occ, o, d);
         float g[3];
         loss += vx_fit_mse_backward(fwd.rgb, b->target + 3 * r, scale, g);
-        vx_fit_march_backward(m, &L, f->data, f->occ, o, d, &fwd, g, f->grad, f->track_wmax ? f->wmax : NULL, NULL);
+        if (on) rloss += vx_fit_reg_loss(&reg, &sums);
+        vx_fit_march_backward(m, &L, f->data, f->occ, o, d, &fwd, g, f->grad, f->track_wmax ? f->wmax : NULL, NULL,
+                              on ? &reg : NULL, &sums);
         if (out_rgb)
             for (int c = 0; c < 3; c++) out_rgb[3 * r + c] = fwd.rgb[c];
     }
+    f->reg_loss = rloss;
     return loss;
 }
 

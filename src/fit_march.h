@@ -151,6 +151,70 @@ VX_HD void vx_fit_trilinear_scatter(float *grad, const vx_fit_index *L, int nc, 
     }
 }
 
+/* ---- ray regularisers (docs/FIT.md "Ray regularisers") --------------------------------- */
+
+/* Weights of the two per-ray regularisers, each already multiplied by 1/batch (the batch's
+ * terms are means over its rays, like the photometric loss). 0: off. */
+typedef struct {
+    float sparsity;   /* lambda_s: sum over the ray's samples of log(1 + 2 sigma^2) */
+    float distortion; /* lambda_d: Mip-NeRF 360's L_dist over the ray's samples */
+} vx_fit_reg;
+
+VX_HD int vx_fit_reg_on(const vx_fit_reg *r) { return r && (r->sparsity != 0.0f || r->distortion != 0.0f); }
+
+/* What the forward pass sums over the composited samples (sigma > 0; every other sample
+ * has w = 0 and sigma = 0, so it adds nothing to either term): the sparsity sum, and for
+ * the distortion W = sum w, S = sum w m, D = L_dist, with the midpoints m taken relative
+ * to the first composited sample's (L_dist is invariant to that shift; it keeps the
+ * running sums small). */
+typedef struct {
+    float sparse, W, S, D, m0;
+    int n;
+} vx_fit_reg_sums;
+
+/* The backward's running sums over the samples before the current one. */
+typedef struct {
+    float W, S, P;
+} vx_fit_reg_run;
+
+/* Forward: add composited sample (sigma, weight w, midpoint tm, length delta) to a.
+ * L_dist = sum_ij w_i w_j |m_i - m_j| + 1/3 sum_i w_i^2 delta_i, the pair sum as
+ * 2 sum_i w_i (m_i W_<i - S_<i) since m rises along the ray. */
+VX_HD void vx_fit_reg_forward(vx_fit_reg_sums *a, float sigma, float w, float tm, float delta) {
+    if (!a->n++) a->m0 = tm;
+    float m = tm - a->m0;
+    a->sparse += log1pf(2.0f * sigma * sigma);
+    a->D += 2.0f * w * (m * a->W - a->S) + (1.0f / 3.0f) * w * w * delta;
+    a->W += w;
+    a->S += w * m;
+}
+
+/* Backward: d(lambda_s sparse + lambda_d L_dist)/d sigma_k for composited sample k, in
+ * ray order, given the forward totals `tot` and the running sums `run` (updated here);
+ * t_after = T_{k+1}. With G_i = dL_dist/dw_i = 2 sum_j w_j |m_i - m_j| + 2/3 w_i delta_i
+ * = 2 (m_i (2 W_<i - W) + S - 2 S_<i) + 2/3 w_i delta_i, dw_k/dsigma_k = delta_k T_{k+1}
+ * and dw_i/dsigma_k = -delta_k w_i (i > k):
+ *   dL_dist/dsigma_k = delta_k (T_{k+1} G_k - sum_{i>k} w_i G_i),
+ * and sum_i w_i G_i = 2 L_dist (L_dist is quadratic in w), so the suffix is 2 D - P_<=k. */
+VX_HD float vx_fit_reg_dsigma(const vx_fit_reg *lam, const vx_fit_reg_sums *tot, vx_fit_reg_run *run, float sigma,
+                              float w, float t_after, float tm, float delta) {
+    float ds = lam->sparsity * (4.0f * sigma / (1.0f + 2.0f * sigma * sigma));
+    if (lam->distortion != 0.0f) {
+        float m = tm - tot->m0;
+        float G = 2.0f * (m * (2.0f * run->W - tot->W) + tot->S - 2.0f * run->S) + (2.0f / 3.0f) * w * delta;
+        run->P += w * G;
+        ds += lam->distortion * delta * (t_after * G - (2.0f * tot->D - run->P));
+        run->W += w;
+        run->S += w * m;
+    }
+    return ds;
+}
+
+/* The ray's regulariser loss from the forward sums. */
+VX_HD float vx_fit_reg_loss(const vx_fit_reg *lam, const vx_fit_reg_sums *a) {
+    return lam->sparsity * a->sparse + lam->distortion * a->D;
+}
+
 /* ---- the whole ray --------------------------------------------------------------------- */
 
 /* The forward op: vx_grid_op's fetch and decode over the fit's storage (vx_fit_fetch gives
@@ -188,6 +252,36 @@ VX_HD vx_ray_result vx_fit_march(const vx_march_params *m, const vx_fit_index *L
     return vx_march_run(m, occ, o, d, 0.0f, VX_MARCH_OP_OF(&f));
 }
 
+/* The forward op that also sums the regularisers' terms (vx_fit_reg_forward) over the
+ * composited samples. */
+VX_HD void vx_fit_reg_visit(void *op, const vx_composite *c, const vx_sample *s, const float *rgb, float w);
+
+typedef struct vx_fit_forward_reg_op {
+    vx_fit_forward_op fwd; /* first: its op head is this op's */
+    vx_fit_reg_sums sums;
+    VX_MARCH_OP_FUNCS(vx_fit_forward_sample, vx_fit_reg_visit)
+} vx_fit_forward_reg_op;
+
+VX_HD void vx_fit_reg_visit(void *op, const vx_composite *c, const vx_sample *s, const float *rgb, float w) {
+    vx_fit_forward_reg_op *f = (vx_fit_forward_reg_op *)op;
+    (void)c; (void)rgb;
+    float sigma = vx_maxf(f->fwd.raw[0], 0.0f) * f->fwd.m->dec.density_scale; /* the sh decoder's sigma */
+    vx_fit_reg_forward(&f->sums, sigma, w, s->tm, s->tb - s->ta);
+}
+
+/* vx_fit_march() that also writes the regularisers' forward sums of the ray to *sums. */
+VX_HD vx_ray_result vx_fit_march_reg(const vx_march_params *m, const vx_fit_index *L, const float *data,
+                                     const unsigned char *occ, vx_vec3 o, vx_vec3 d, vx_fit_reg_sums *sums) {
+    vx_fit_forward_reg_op f;
+    f.fwd = vx_fit_forward_op_make(m, L, data);
+    VX_MARCH_OP_INIT(&f.fwd.op, vx_fit_forward_sample, vx_fit_reg_visit);
+    f.sums.sparse = f.sums.W = f.sums.S = f.sums.D = f.sums.m0 = 0.0f;
+    f.sums.n = 0;
+    vx_ray_result r = vx_march_run(m, occ, o, d, 0.0f, VX_MARCH_OP_OF(&f));
+    *sums = f.sums;
+    return r;
+}
+
 /* The backward op: the forward fetch and decode, and a visit that turns each composited
  * sample into dL/d(grid). */
 VX_HD void vx_fit_backward_visit(void *op, const vx_composite *c, const vx_sample *s, const float *rgb, float w);
@@ -198,6 +292,9 @@ typedef struct vx_fit_backward_op {
     float *grad, *wmax;
     float b[16];            /* SH basis of the ray direction */
     int nb;
+    const vx_fit_reg *reg;  /* regulariser weights (NULL: none) and the forward's sums */
+    const vx_fit_reg_sums *sums;
+    vx_fit_reg_run run;
     VX_MARCH_OP_FUNCS(vx_fit_forward_sample, vx_fit_backward_visit)
 } vx_fit_backward_op;
 
@@ -207,6 +304,9 @@ VX_HD void vx_fit_backward_visit(void *op, const vx_composite *c, const vx_sampl
     float draw[VX_MAX_CHANNELS];
     float drgb[3] = {w * f->g[0], w * f->g[1], w * f->g[2]};
     float dsigma = vx_fit_composite_dsigma(f->g, rgb, c->T, c->acc, f->C, s->tb - s->ta);
+    if (f->reg)
+        dsigma += vx_fit_reg_dsigma(f->reg, f->sums, &f->run, vx_maxf(f->fwd.raw[0], 0.0f) * m->dec.density_scale, w,
+                                    c->T, s->tm, s->tb - s->ta);
     vx_fit_decode_sh_backward(&m->dec, f->fwd.raw, f->b, f->nb, dsigma, drgb, draw);
     vx_fit_trilinear_scatter(f->grad, f->fwd.L, m->nc, s->p, draw);
     if (f->wmax && w > 0.0f) {
@@ -223,10 +323,13 @@ VX_HD void vx_fit_backward_visit(void *op, const vx_composite *c, const vx_sampl
  * samples again (same segments, occupancy skips and early stop) while the visit
  * accumulates dL/d(grid) into grad (atomics). If wmax is not NULL each touched voxel's
  * entry is raised to the sample's weight T*alpha (pruning statistics). Writes the colour
- * recomputed by this pass (equals fwd) to recomputed when not NULL. */
+ * recomputed by this pass (equals fwd) to recomputed when not NULL. reg: the regularisers'
+ * weights, whose gradient is added too (NULL or both 0: none); sums is then the ray's
+ * forward sums from vx_fit_march_reg. */
 VX_HD void vx_fit_march_backward(const vx_march_params *m, const vx_fit_index *L, const float *data,
                                  const unsigned char *occ, vx_vec3 o, vx_vec3 d, const vx_ray_result *fwd,
-                                 const float *g, float *grad, float *wmax, float *recomputed) {
+                                 const float *g, float *grad, float *wmax, float *recomputed, const vx_fit_reg *reg,
+                                 const vx_fit_reg_sums *sums) {
     vx_fit_backward_op f;
     f.fwd = vx_fit_forward_op_make(m, L, data);
     VX_MARCH_OP_INIT(&f.fwd.op, vx_fit_forward_sample, vx_fit_backward_visit);
@@ -234,6 +337,9 @@ VX_HD void vx_fit_march_backward(const vx_march_params *m, const vx_fit_index *L
     f.g = g;
     f.grad = grad;
     f.wmax = wmax;
+    f.reg = vx_fit_reg_on(reg) ? reg : NULL;
+    f.sums = sums;
+    f.run.W = f.run.S = f.run.P = 0.0f;
     f.nb = vx_sh_basis(m->dec.sh_degree, d, f.b);
     vx_ray_result r = vx_march_run(m, occ, o, d, 0.0f, VX_MARCH_OP_OF(&f));
     if (recomputed)

@@ -233,6 +233,38 @@ static double ray_ref(const vx_march_params *m, const double *grid, vx_vec3 o, v
     return g[0] * (C[0] + T * m->bg[0]) + g[1] * (C[1] + T * m->bg[1]) + g[2] * (C[2] + T * m->bg[2]);
 }
 
+/* The ray regularisers of one ray in double, straight from their definitions (docs/FIT.md):
+ * lam[0] * sum_k log(1 + 2 sigma_k^2) + lam[1] * (sum_ij w_i w_j |m_i - m_j| + 1/3 sum_i
+ * w_i^2 delta_i), the pair sum taken literally (O(n^2)), m the segment midpoints. */
+static double ray_reg_ref(const vx_march_params *m, const double *grid, vx_vec3 o, vx_vec3 d, const double *lam) {
+    float t0, t1;
+    vx_vec3 oi = vx_affine_point(m->w2i, o), di = vx_affine_dir(m->w2i, d);
+    if (!vx_ray_box(m->box_lo, m->box_hi, oi, di, &t0, &t1)) return 0.0;
+    int n = vx_segment_count(t1 - t0, m->dt, m->max_segments);
+    double *w = malloc((size_t)n * sizeof(double)), *mid = malloc((size_t)n * sizeof(double)), T = 1.0, sparse = 0.0,
+           uni = 0.0, pair = 0.0;
+    vx_fit_index L = {m->nx, m->ny, m->nz, {0, 0, 0}, NULL, NULL}; /* dense */
+    for (int k = 0; k < n; k++) {
+        float ta = t0 + (float)k * m->dt, tb = k == n - 1 ? t1 : ta + m->dt, tm = 0.5f * (ta + tb);
+        vx_vec3 p = vx_add(oi, vx_scale(di, tm));
+        size_t idx[8];
+        float cw[8];
+        vx_fit_corners(&L, p, idx, cw);
+        double raw0 = 0.0;
+        for (int j = 0; j < 8; j++) raw0 += (double)cw[j] * grid[idx[j] * m->nc];
+        double sigma = m->dec.density_scale * fmax(raw0, 0.0), a = 1.0 - exp(-sigma * (double)(tb - ta));
+        w[k] = T * a;
+        mid[k] = tm;
+        T *= 1.0 - a;
+        sparse += log(1.0 + 2.0 * sigma * sigma);
+        uni += w[k] * w[k] * (double)(tb - ta) / 3.0;
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) pair += w[i] * w[j] * fabs(mid[i] - mid[j]);
+    free(w); free(mid);
+    return lam[0] * sparse + lam[1] * (pair + uni);
+}
+
 /* A ray from outside the box through a random point inside it. */
 static void random_ray(const vx_fit_model *f, vx_vec3 *o, vx_vec3 *d) {
     double p[3], e[3];
@@ -268,7 +300,7 @@ static void test_march_backward_grad(void **state) {
         vx_fit_index_of(&f, &L);
         vx_ray_result fwd = vx_march(&f.mp, f.data, NULL, o, d);
         float rec[3];
-        vx_fit_march_backward(&f.mp, &L, f.data, NULL, o, d, &fwd, gf, f.grad, f.wmax, rec);
+        vx_fit_march_backward(&f.mp, &L, f.data, NULL, o, d, &fwd, gf, f.grad, f.wmax, rec, NULL, NULL);
         for (int q = 0; q < 3; q++) assert_true(fabs(rec[q] - fwd.rgb[q]) <= 1e-6f); /* the same samples */
         /* the double forward agrees with the renderer's forward */
         double ref = ray_ref(&f.mp, grid, o, d, g);
@@ -288,15 +320,69 @@ static void test_march_backward_grad(void **state) {
             if (v % 3 == 0) f.data[v * f.nc] = -1.0f;
         vx_fit_zero_grad_cpu(&f);
         fwd = vx_march(&f.mp, f.data, NULL, o, d);
-        vx_fit_march_backward(&f.mp, &L, f.data, NULL, o, d, &fwd, gf, f.grad, NULL, NULL);
+        vx_fit_march_backward(&f.mp, &L, f.data, NULL, o, d, &fwd, gf, f.grad, NULL, NULL, NULL, NULL);
         float *plain = malloc(n * sizeof(float));
         memcpy(plain, f.grad, n * sizeof(float));
         assert_int_equal(vx_fit_occupancy_build_cpu(&f, 1), 0);
         vx_fit_zero_grad_cpu(&f);
         vx_ray_result fo = vx_march(&f.mp, f.data, f.occ, o, d);
-        vx_fit_march_backward(&f.mp, &L, f.data, f.occ, o, d, &fo, gf, f.grad, NULL, NULL);
+        vx_fit_march_backward(&f.mp, &L, f.data, f.occ, o, d, &fo, gf, f.grad, NULL, NULL, NULL, NULL);
         for (size_t i = 0; i < n; i++) assert_true(fabs(plain[i] - f.grad[i]) <= 1e-6f + 1e-5f * fabsf(plain[i]));
         free(plain);
+        free(grid); free(an); free(fd);
+        vx_fit_model_free(&f);
+    }
+}
+
+/* The ray regularisers' gradient (sparsity, distortion, each alone without the colour
+ * term so that its own gradient sets the scale, then both with it) against central
+ * differences of ray_ref + ray_reg_ref; their forward sums against ray_reg_ref. */
+static void test_ray_reg_grad(void **state) {
+    (void)state;
+    for (int trial = 0; trial < 18; trial++) {
+        int mode = trial % 3; /* 0: sparsity only, 1: distortion only, 2: both and colour */
+        vx_fit_model f;
+        random_model(&f, trial % 4);
+        size_t n = (size_t)f.nx * f.ny * f.nz * f.nc;
+        double *grid = malloc(n * sizeof(double)), *an = malloc(n * sizeof(double)), *fd = malloc(n * sizeof(double));
+        for (size_t i = 0; i < n; i++) {
+            int c = (int)(i % f.nc);
+            f.data[i] = c == 0 ? (float)vx_test_uniform(-0.3, 1.5) : (float)vx_test_uniform(-0.3, 0.3);
+            grid[i] = f.data[i];
+        }
+        vx_vec3 o, d;
+        random_ray(&f, &o, &d);
+        double g[3] = {0, 0, 0}, lam[2] = {mode != 1 ? vx_test_uniform(0.01, 0.1) : 0.0,
+                                          mode != 0 ? vx_test_uniform(0.5, 2.0) : 0.0};
+        float gf[3] = {0, 0, 0};
+        if (mode == 2)
+            for (int q = 0; q < 3; q++) { g[q] = vx_test_uniform(-1, 1); gf[q] = (float)g[q]; }
+        vx_fit_reg reg = {(float)lam[0], (float)lam[1]};
+        vx_fit_index L;
+        vx_fit_index_of(&f, &L);
+        vx_fit_reg_sums sums;
+        vx_ray_result fwd = vx_fit_march_reg(&f.mp, &L, f.data, NULL, o, d, &sums);
+        vx_ray_result plain = vx_march(&f.mp, f.data, NULL, o, d);
+        for (int q = 0; q < 3; q++) assert_true(fwd.rgb[q] == plain.rgb[q]); /* the sums change no colour */
+        double ref = ray_ref(&f.mp, grid, o, d, g) + ray_reg_ref(&f.mp, grid, o, d, lam);
+        double got = g[0] * fwd.rgb[0] + g[1] * fwd.rgb[1] + g[2] * fwd.rgb[2] + vx_fit_reg_loss(&reg, &sums);
+        if (!(fabs(ref - got) <= 1e-4 * fmax(1.0, fabs(ref)))) {
+            fprintf(stderr, "ray regulariser forward: mode %d float %.9g double %.9g\n", mode, got, ref);
+            fail();
+        }
+        vx_fit_zero_grad_cpu(&f);
+        vx_fit_march_backward(&f.mp, &L, f.data, NULL, o, d, &fwd, gf, f.grad, NULL, NULL, &reg, &sums);
+        const double h = 1e-6;
+        for (size_t i = 0; i < n; i++) {
+            double v0 = grid[i];
+            grid[i] = v0 + h; double lp = ray_ref(&f.mp, grid, o, d, g) + ray_reg_ref(&f.mp, grid, o, d, lam);
+            grid[i] = v0 - h; double lm = ray_ref(&f.mp, grid, o, d, g) + ray_reg_ref(&f.mp, grid, o, d, lam);
+            grid[i] = v0;
+            fd[i] = (lp - lm) / (2 * h);
+            an[i] = f.grad[i];
+        }
+        const char *what[3] = {"sparsity dL/dgrid", "distortion dL/dgrid", "colour + sparsity + distortion dL/dgrid"};
+        check_close(an, fd, (int)n, 2e-4, 1e-6, what[mode]);
         free(grid); free(an); free(fd);
         vx_fit_model_free(&f);
     }
@@ -318,25 +404,36 @@ static void test_batch_backward(void **state) {
         b.dir[3 * r] = d.x; b.dir[3 * r + 1] = d.y; b.dir[3 * r + 2] = d.z;
         for (int q = 0; q < 3; q++) b.target[3 * r + q] = (float)vx_test_rand();
     }
-    vx_fit_zero_grad_cpu(&f);
     float *rgb = malloc((size_t)b.n * 3 * sizeof(float));
-    double loss = vx_fit_rays_backward_cpu(&f, &b, rgb);
-    double mse = vx_mse(rgb, b.target, (size_t)b.n * 3);
-    assert_true(fabs(loss - mse) < 1e-6 * (1 + mse));
-    /* check 40 random entries against the finite difference of the batch loss (float, h=1e-2) */
-    for (int k = 0; k < 40; k++) {
-        size_t i = (size_t)(vx_test_rand() * n);
-        float v0 = f.data[i], gsave = f.grad[i];
-        double h = 1e-2;
-        float *g2 = f.grad;
-        f.grad = calloc(n, sizeof(float));
-        f.data[i] = v0 + (float)h; double lp = vx_fit_rays_backward_cpu(&f, &b, NULL);
-        f.data[i] = v0 - (float)h; double lm = vx_fit_rays_backward_cpu(&f, &b, NULL);
-        f.data[i] = v0;
-        free(f.grad);
-        f.grad = g2;
-        double fd = (lp - lm) / (2 * h);
-        assert_true(fabs(fd - gsave) < 2e-2 * fabs(fd) + 2e-6);
+    for (int withreg = 0; withreg < 2; withreg++) {
+        /* second pass: both ray regularisers on; the loss to differentiate is then the
+         * photometric one plus f.reg_loss (which the step reports apart) */
+        f.reg_sparsity = withreg ? (float)vx_test_uniform(1e-3, 1e-2) : 0.0f;
+        f.reg_distortion = withreg ? (float)vx_test_uniform(0.1, 0.5) : 0.0f;
+        vx_fit_zero_grad_cpu(&f);
+        double loss = vx_fit_rays_backward_cpu(&f, &b, rgb);
+        double mse = vx_mse(rgb, b.target, (size_t)b.n * 3);
+        assert_true(fabs(loss - mse) < 1e-6 * (1 + mse));
+        assert_true(withreg ? f.reg_loss > 0.0 : f.reg_loss == 0.0);
+        /* check 40 random entries against the finite difference of the batch loss (float, h=1e-2) */
+        for (int k = 0; k < 40; k++) {
+            size_t i = (size_t)(vx_test_rand() * n);
+            float v0 = f.data[i], gsave = f.grad[i];
+            double h = 1e-2;
+            float *g2 = f.grad;
+            f.grad = calloc(n, sizeof(float));
+            f.data[i] = v0 + (float)h; double lp = vx_fit_rays_backward_cpu(&f, &b, NULL) + f.reg_loss;
+            f.data[i] = v0 - (float)h; double lm = vx_fit_rays_backward_cpu(&f, &b, NULL) + f.reg_loss;
+            f.data[i] = v0;
+            free(f.grad);
+            f.grad = g2;
+            double fd = (lp - lm) / (2 * h);
+            if (!(fabs(fd - gsave) < 2e-2 * fabs(fd) + 2e-6)) {
+                fprintf(stderr, "batch backward (regularisers %s): entry %zu analytic %.9g finite difference %.9g\n",
+                        withreg ? "on" : "off", i, gsave, fd);
+                fail();
+            }
+        }
     }
     free(rgb);
     vx_fit_batch_free(&b);
@@ -1351,6 +1448,43 @@ static int exists(const char *dir, const char *name) {
     return stat(p, &st) == 0;
 }
 
+/* The training loop hands the regulariser weights to the ray step: a strong sparsity
+ * weight leaves clearly less density than none (same seed, rays and schedule). */
+static void test_train_regularisers(void **state) {
+    (void)state;
+    vx_scene s;
+    memset(&s, 0, sizeof s);
+    assert_int_equal(vx_make_scene("orbs", 16, &s.grid, &s), 0);
+    double lo[3] = {-1, -1, -1}, hi[3] = {1, 1, 1};
+    vx_grid_set_bbox(&s.grid, lo, hi, 0);
+    s.background[0] = s.background[1] = s.background[2] = 1.0f;
+    vx_dataset train;
+    render_views(&s, 6, 0.0, 30.0, &train);
+    float white[3] = {1, 1, 1};
+    double mass[2];
+    for (int on = 0; on < 2; on++) {
+        vx_fit_config cfg;
+        vx_fit_config_default(&cfg);
+        cfg.res[0][0] = cfg.res[0][1] = cfg.res[0][2] = 12;
+        cfg.iters = 40;
+        cfg.batch = 256;
+        cfg.val_every = cfg.val_views = cfg.log_every = 0;
+        cfg.hp.sparsity = on ? 10.0f : 0.0f;
+        cfg.hp.distortion = on ? 0.5f : 0.0f;
+        vx_fit_model f;
+        assert_int_equal(vx_fit_model_init_cpu(&f, cfg.res[0], 0, lo, hi, 0.5f, 0.0f, white, cfg.hp.init_sigma), 0);
+        vx_fit_stats st;
+        if (vx_fit_train(&f, &cfg, &train, NULL, &st)) { fprintf(stderr, "%s\n", vx_errmsg()); fail(); }
+        mass[on] = 0.0;
+        for (size_t v = 0; v < vx_fit_storage_voxels(&f); v++) mass[on] += fmax(f.data[v * f.nc], 0.0);
+        vx_fit_model_free(&f);
+    }
+    fprintf(stderr, "regularisers in training: density mass %.4g without, %.4g with sparsity 10\n", mass[0], mass[1]);
+    assert_true(mass[1] < 0.7 * mass[0]);
+    vx_dataset_free(&train);
+    vx_grid_free(&s.grid);
+}
+
 /* A dataset on disk (16 views of orbs as 8-bit PNGs + transforms_train.json), then
  * `voxray fit` and `voxray eval` on it, plus their usage and input errors. */
 static void test_commands(void **state) {
@@ -1403,7 +1537,7 @@ static void test_commands(void **state) {
     snprintf(out, sizeof out, "%s/orbs_fit2", vx_test_tmpdir());
     const char *fit2[] = {"fit", dir, "-o", out, "--res", "8,12", "--stage-ends", "0.3", "--no-crop", "--dense-adam",
                           "--iters", "10", "--batch", "64", "--sh-degree", "1", "--val-every", "0", "--backend", "cpu",
-                          NULL};
+                          "--sparsity", "0.01", "--distortion", "0.1", NULL};
     assert_int_equal(run_cmd(vx_cmd_fit, fit2), 0);
     assert_int_equal(vx_scene_load(out, &lopts, &back), 0);
     assert_true(back.grid.nx == 12 && back.grid.ny == 12 && back.grid.nz == 12);
@@ -1420,6 +1554,9 @@ static void test_commands(void **state) {
     const char *u10[] = {"fit", dir, "-o", out, "--res", "8,16,32", "--stage-ends", "0.6,0.4", NULL}; /* falls */
     const char *u11[] = {"fit", dir, "-o", out, "--res", "8,16", "--stage-ends", "1.5", NULL};
     const char *u12[] = {"fit", dir, "-o", out, "--res", "8,16,32", "--stage-ends", "0.5", NULL}; /* one short */
+    const char *u13[] = {"fit", dir, "-o", out, "--sparsity", "-1", NULL}, *u14[] = {"fit", dir, "-o", out, "--distortion", NULL};
+    assert_int_equal(run_cmd(vx_cmd_fit, u13), 2);
+    assert_int_equal(run_cmd(vx_cmd_fit, u14), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u1), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u2), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u3), 2);
@@ -1500,6 +1637,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_composite_grad),   cmocka_unit_test(test_decode_grad),
         cmocka_unit_test(test_trilinear_scatter), cmocka_unit_test(test_march_backward_grad),
+        cmocka_unit_test(test_ray_reg_grad),
         cmocka_unit_test(test_batch_backward),   cmocka_unit_test(test_mse_backward),
         cmocka_unit_test(test_adam),             cmocka_unit_test(test_tv_grad),
         cmocka_unit_test(test_upsample),         cmocka_unit_test(test_prune),
@@ -1510,7 +1648,8 @@ int main(void) {
         cmocka_unit_test(test_track_wmax),
         cmocka_unit_test(test_write_scene_roundtrip), cmocka_unit_test(test_dataset_good),
         cmocka_unit_test(test_dataset_bad),      cmocka_unit_test(test_metrics),
-        cmocka_unit_test(test_end_to_end),       cmocka_unit_test(test_commands),
+        cmocka_unit_test(test_end_to_end),       cmocka_unit_test(test_train_regularisers),
+        cmocka_unit_test(test_commands),
         cmocka_unit_test(test_cuda_defaults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -52,6 +52,9 @@ static void vx__fit_usage(FILE *o) {
             "  --step S             segment length in voxels (default 0.5)\n"
             "  --lr-sigma A --lr-sh B    Adam step sizes (default 0.5, 0.02)\n"
             "  --tv-sigma A --tv-sh B    total-variation weights per 4096 rays of batch (default 0: off)\n"
+            "  --sparsity W         weight of the Cauchy sparsity loss on density, per ray: W x sum\n"
+            "                       over the ray's samples of log(1 + 2 sigma^2) (default 0: off)\n"
+            "  --distortion W       weight of the Mip-NeRF 360 distortion loss, per ray (default 0: off)\n"
             "  --seed S             random seed (default 1)\n"
             "  --max-seconds S      stop once training (validation excluded) has taken S seconds\n"
             "                       (CUDA without --iters: 300, the recorded run of docs/FIT.md)\n"
@@ -150,7 +153,7 @@ int vx_cmd_fit(int argc, char **argv) {
         static const char *valued[] = {"-o", "--output", "--res", "--iters", "--batch", "--sh-degree", "--val-every",
                                        "--val-views", "--val-split", "--downscale", "--bbox", "--step", "--seed",
                                        "--lr-sigma", "--lr-sh", "--tv-sigma", "--tv-sh", "--backend", "--max-seconds",
-                                       "--stage-ends"};
+                                       "--stage-ends", "--sparsity", "--distortion"};
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             if (!strcmp(a, valued[k]) && !need) {
                 snprintf(msg, sizeof msg, "%s needs a value", a);
@@ -175,6 +178,8 @@ int vx_cmd_fit(int argc, char **argv) {
         else if (!strcmp(a, "--lr-sh")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_sh = (float)dv; }
         else if (!strcmp(a, "--tv-sigma")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.tv_sigma = (float)dv; }
         else if (!strcmp(a, "--tv-sh")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.tv_sh = (float)dv; }
+        else if (!strcmp(a, "--sparsity")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.sparsity = (float)dv; }
+        else if (!strcmp(a, "--distortion")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.distortion = (float)dv; }
         else if (!strcmp(a, "--backend")) bad = vx_backend_parse(argv[++i], &backend);
         else if (!strcmp(a, "--max-seconds")) {
             bad = vx_parse_double(a, argv[++i], 0, 1e7, &cfg.max_seconds);

@@ -1,7 +1,7 @@
 /* test_fit_gpu.c - the CUDA fit steps (kernels/fit.cu) against the CPU reference
  * (fit_cpu.c, itself checked against finite differences in tests/test_fit.c) on fresh
  * random problems: ray backward (kernel versions 1 and 2, host batches and rays drawn on
- * the device) with and without occupancy, TV, Adam, occupancy from the alive voxels,
+ * the device) with and without occupancy and the ray regularisers, TV, Adam, occupancy from the alive voxels,
  * prune, resample and crop, the validation render, and a short training run on both.
  * Needs a GPU: run by `make test-gpu`. VX_FIT_GPU_QUICK=1 runs fewer trials (sanitizers). */
 #include <math.h>
@@ -167,12 +167,17 @@ static void test_rays_backward(void **state) {
         make_bricked(&f, (trial / 4) % 2);
         vx_fit_batch b;
         random_batch(&f, &b, 2000);
-        int occ = trial % 2, version = 1 + (trial / 2) % 2;
+        int occ = trial % 2, version = 1 + (trial / 2) % 2, reg = trial % 3 == 2;
+        /* the ray regularisers (sparsity, distortion) in every third trial: both versions,
+         * both storages, with and without occupancy over the 16 trials (the quick run: one) */
+        f.reg_sparsity = reg ? (float)uni(0.01, 0.05) : 0.0f;
+        f.reg_distortion = reg ? (float)uni(0.2, 1.0) : 0.0f;
         vx_fit_device *g;
         OK(vx_fit_model_upload_cuda(&g, &f, b.n));
         OK(vx_fit_set_ray_version_cuda(g, version));
-        print_message("trial %d: kernel version %d, SH degree %d, occupancy %s, %s storage\n", trial, version,
-                      f.sh_degree, occ ? "on" : "off", f.table ? "bricked" : "dense");
+        vx_fit_set_ray_reg_cuda(g, f.reg_sparsity, f.reg_distortion);
+        print_message("trial %d: kernel version %d, SH degree %d, occupancy %s, %s storage, regularisers %s\n", trial,
+                      version, f.sh_degree, occ ? "on" : "off", f.table ? "bricked" : "dense", reg ? "on" : "off");
         OK(vx_fit_update_params_cuda(g, 1e-4f));
         if (occ) { OK(vx_fit_occupancy_build_cpu(&f, 4)); OK(vx_fit_occupancy_build_cuda(g, 4)); }
         vx_fit_zero_grad_cpu(&f);
@@ -378,8 +383,13 @@ static void test_sampled_rays(void **state) {
         vx_fit_batch b;
         OK(vx_fit_batch_alloc(&b, n));
         vx_fit_sample_batch(&d, seed, &b);
+        /* the ray regularisers on in every other trial (the quick run: the second) */
+        f.reg_sparsity = trial % 2 ? (float)uni(0.01, 0.05) : 0.0f;
+        f.reg_distortion = trial % 2 ? (float)uni(0.2, 1.0) : 0.0f;
+        print_message("sampled rays: regularisers %s\n", trial % 2 ? "on" : "off");
         vx_fit_device *g;
         OK(vx_fit_model_upload_cuda(&g, &f, 16));
+        vx_fit_set_ray_reg_cuda(g, f.reg_sparsity, f.reg_distortion);
         OK(vx_fit_views_upload_cuda(g, &d));
         OK(vx_fit_update_params_cuda(g, 1e-4f));
         OK(vx_fit_occupancy_build_cpu(&f, 4));
