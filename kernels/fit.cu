@@ -607,7 +607,7 @@ extern "C" int vx_fit_alive_bounds_cuda(vx_fit_device *g, int lo[3], int hi[3], 
 
 /* Bricked storage for g's new lattice (already in g->m) with exactly the bricks that hold
  * an alive voxel of the old model (Lo, d_oalive, through map): flags on the device, the
- * table built on the host in table order (as fit_cpu.c does), then uploaded. */
+ * table built on the host (vx_fit_fill_slots, as fit_cpu.c does), then uploaded. */
 static int vx__alloc_live_bricks(vx_fit_device *g, const vx_fit_index *Lo, const unsigned char *d_oalive,
                                  const vx_fit_affine *map) {
     int bn[3] = {(g->m.nx + VX_BRICK - 1) / VX_BRICK, (g->m.ny + VX_BRICK - 1) / VX_BRICK,
@@ -627,19 +627,10 @@ static int vx__alloc_live_bricks(vx_fit_device *g, const vx_fit_index *Lo, const
         if (VX_LAUNCH_STATUS("vx_fit_live_bricks_kernel") || vx_cuda_download(live, d_live, entries)) goto done;
     }
     {
-        size_t nslots = 1;
-        for (size_t k = 0; k < entries; k++) nslots += live[k];
+        size_t nslots = vx_fit_live_slots(live, entries);
         bxyz = (int32_t *)vx_calloc(3 * nslots, sizeof(int32_t), "fit brick coordinates");
         if (!bxyz) goto done;
-        int32_t slot = 1;
-        for (size_t k = 0; k < entries; k++) {
-            if (!live[k]) continue;
-            table[k] = slot;
-            bxyz[3 * slot] = (int32_t)(k % bn[0]);
-            bxyz[3 * slot + 1] = (int32_t)((k / bn[0]) % bn[1]);
-            bxyz[3 * slot + 2] = (int32_t)(k / ((size_t)bn[0] * bn[1]));
-            slot++;
-        }
+        vx_fit_fill_slots(live, bn, table, bxyz);
         for (int a = 0; a < 3; a++) g->m.bn[a] = bn[a];
         g->m.nslots = nslots;
         if (vx__alloc_grid(g) || vx_cuda_upload(g->d_table, table, entries * sizeof(int32_t)) ||

@@ -72,6 +72,12 @@ typedef struct {
     int32_t *view_table;        /* the view's table: table - 1 */
 } vx_fit_model;
 
+/* Bricked storage from per-brick live flags (table order): the slot count (live bricks +
+ * the null brick), and the table (slot, or 0 for the null brick) and brick coordinates
+ * (3 per slot) in table order. Both backends build their tables with these. */
+size_t vx_fit_live_slots(const unsigned char *live, size_t entries);
+void vx_fit_fill_slots(const unsigned char *live, const int bn[3], int32_t *table, int32_t *bxyz);
+
 /* Refresh f->view after the table changed (resampling and the CUDA download call it). */
 int vx_fit_view_update(vx_fit_model *f);
 

@@ -333,6 +333,26 @@ void vx_fit_resample_map(const vx_fit_model *f, const double lo[3], const double
     }
 }
 
+size_t vx_fit_live_slots(const unsigned char *live, size_t entries) {
+    size_t n = 1; /* the null brick */
+    for (size_t k = 0; k < entries; k++) n += live[k] != 0;
+    return n;
+}
+
+void vx_fit_fill_slots(const unsigned char *live, const int bn[3], int32_t *table, int32_t *bxyz) {
+    size_t entries = (size_t)bn[0] * bn[1] * bn[2];
+    int32_t slot = 1;
+    bxyz[0] = bxyz[1] = bxyz[2] = 0;
+    for (size_t k = 0; k < entries; k++) {
+        if (!live[k]) { table[k] = 0; continue; }
+        table[k] = slot;
+        bxyz[3 * slot] = (int32_t)(k % bn[0]);
+        bxyz[3 * slot + 1] = (int32_t)((k / bn[0]) % bn[1]);
+        bxyz[3 * slot + 2] = (int32_t)(k / ((size_t)bn[0] * bn[1]));
+        slot++;
+    }
+}
+
 /* Bricked storage for f's new lattice holding exactly the bricks with an alive voxel
  * (old voxels Lo / oalive seen through the map a, b): allocates f's arrays and fills the
  * table and bxyz in table order. */
@@ -352,18 +372,8 @@ static int vx__alloc_live_bricks(vx_fit_model *f, const vx_fit_index *Lo, const 
                     live[k] = 1;
                 }
             }
-    size_t nslots = 1;
-    for (size_t k = 0; k < entries; k++) nslots += live[k];
-    if (vx__alloc_arrays(f, nslots)) { free(live); return -1; }
-    int32_t slot = 1;
-    for (size_t k = 0; k < entries; k++) {
-        if (!live[k]) continue;
-        f->table[k] = slot;
-        f->bxyz[3 * slot] = (int32_t)(k % bn[0]);
-        f->bxyz[3 * slot + 1] = (int32_t)((k / bn[0]) % bn[1]);
-        f->bxyz[3 * slot + 2] = (int32_t)(k / ((size_t)bn[0] * bn[1]));
-        slot++;
-    }
+    if (vx__alloc_arrays(f, vx_fit_live_slots(live, entries))) { free(live); return -1; }
+    vx_fit_fill_slots(live, bn, f->table, f->bxyz);
     free(live);
     return vx_fit_view_update(f);
 }
