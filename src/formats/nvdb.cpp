@@ -378,7 +378,7 @@ extern "C" int vx_nvdb_describe(const char *path, char *buf, size_t cap) {
 
 namespace {
 
-int vx_write(const char *path, const vx_scene *s) {
+int vx_write(const char *path, const char *tmp, const vx_scene *s) {
     const vx_grid *g = &s->grid;
     nanovdb::GridBuilder<float> builder(0.0f, nanovdb::GridClass::FogVolume);
     auto acc = builder.getAccessor();
@@ -425,22 +425,23 @@ int vx_write(const char *path, const vx_scene *s) {
     for (int c = 0; c < 3; c++)
         grid->data()->mVoxelSize[c] = std::sqrt(a[c] * a[c] + a[3 + c] * a[3 + c] + a[6 + c] * a[6 + c]);
     nanovdb::updateChecksum(*grid, nanovdb::ChecksumMode::Full);
-    std::string tmp = std::string(path) + ".tmp";
     nanovdb::io::writeGrid(tmp, handle, nanovdb::io::Codec::NONE);
-    if (rename(tmp.c_str(), path) != 0) {
-        remove(tmp.c_str());
-        return vx_error("%s: cannot rename %s into place", path, tmp.c_str());
-    }
-    return 0;
+    return vx_commit_temp(tmp, path, 1);
 }
 
 } // namespace
 
 extern "C" int vx_nvdb_write(const char *path, const vx_scene *s) {
+    /* the project's atomic write: PATH.tmp.PID, tracked for signals, renamed by
+     * vx_commit_temp (or kept for the output set's joint rename) */
+    char tmp[4200];
+    vx_temp_name(path, tmp, sizeof tmp);
     try {
-        return vx_write(path, s);
+        int rc = vx_write(path, tmp, s);
+        if (rc) vx_commit_temp(tmp, path, 0); /* an error before the rename: drop the temporary */
+        return rc;
     } catch (const std::exception &e) {
-        remove((std::string(path) + ".tmp").c_str());
+        vx_commit_temp(tmp, path, 0); /* no half-written file stays behind */
         return vx_error("%s: cannot write the NanoVDB file (%s)", path, e.what());
     }
 }

@@ -264,7 +264,7 @@ openvdb::Vec3f vx_out_color(const vx_decoder *d, const float *v) {
     return c;
 }
 
-int vx_write(const char *path, const vx_scene *s) {
+int vx_write(const char *path, const char *tmp, const vx_scene *s) {
     vx_init();
     const vx_grid *g = &s->grid;
     const vx_decoder *d = &s->dec;
@@ -307,23 +307,25 @@ int vx_write(const char *path, const vx_scene *s) {
     openvdb::GridPtrVec grids;
     grids.push_back(fog);
     if (color) grids.push_back(col);
-    std::string tmp = std::string(path) + ".tmp";
     openvdb::io::File file(tmp);
     file.write(grids);
     file.close();
-    if (rename(tmp.c_str(), path) != 0) {
-        remove(tmp.c_str());
-        return vx_error("%s: cannot rename %s into place", path, tmp.c_str());
-    }
-    return 0;
+    return vx_commit_temp(tmp, path, 1);
 }
 
 } // namespace
 
 extern "C" int vx_vdb_write(const char *path, const vx_scene *s) {
+    /* the project's atomic write: PATH.tmp.PID, tracked for signals, renamed by
+     * vx_commit_temp (or kept for the output set's joint rename) */
+    char tmp[4200];
+    vx_temp_name(path, tmp, sizeof tmp);
     try {
-        return vx_write(path, s);
+        int rc = vx_write(path, tmp, s);
+        if (rc) vx_commit_temp(tmp, path, 0); /* an error before the rename: drop the temporary */
+        return rc;
     } catch (const std::exception &e) {
+        vx_commit_temp(tmp, path, 0); /* no half-written file stays behind */
         return vx_error("%s: cannot write the OpenVDB file (%s)", path, e.what());
     }
 }
