@@ -129,8 +129,10 @@ __device__ __forceinline__ void vx_fit_sh_op<DEG, BWD, REG>::visit(void *op, con
     float dsig = 0.0f;
 #pragma unroll
     for (int c = 0; c < 3; c++) dsig += f->g[c] * (cs->T * rgb[c] - (f->C[c] - cs->acc[c]));
-    if constexpr (REG) dsig += vx_fit_reg_dsigma(&f->reg, &f->sums, &f->run, f->sig, wk, cs->T, smp->tm, smp->tb - smp->ta);
-    float draw0 = (smp->tb - smp->ta) * dsig * f->m->dec.density_scale;
+    /* dsig is dL/d(sigma delta) here; the regularisers give dL/dsigma (fit_march.h) */
+    float dsigma = (smp->tb - smp->ta) * dsig;
+    if constexpr (REG) dsigma += vx_fit_reg_dsigma(&f->reg, &f->sums, &f->run, f->sig, wk, cs->T, smp->tm, smp->tb - smp->ta);
+    float draw0 = dsigma * f->m->dec.density_scale;
     float gc[3];
 #pragma unroll
     for (int c = 0; c < 3; c++) gc[c] = f->s[c] + 0.5f > 0.0f ? wk * f->g[c] : 0.0f;
