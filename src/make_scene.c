@@ -38,10 +38,13 @@ static double vx__dot3(const double a[3], const double b[3]) { return a[0] * b[0
 
 /* ---- noise: improved gradient noise over a seeded permutation, and fBm ------------------ */
 
+#define VX__SHELL_HOLES 20    /* shell: windows on a Fibonacci spiral */
+
 typedef struct {
     unsigned char perm[512]; /* a permutation of 0..255, repeated */
     double h;                /* lattice spacing in world units: 2 / (res - 1) */
     double rot[10][9];       /* phantom: world -> ellipsoid-frame rotation per ellipsoid */
+    double holes[VX__SHELL_HOLES][3]; /* shell: unit directions of the window centres */
 } vx__gen_ctx;
 
 /* Fisher-Yates with a fixed xorshift32 stream: the same table on every machine. */
@@ -141,24 +144,33 @@ static void vx__orbs_voxel(const vx__gen_ctx *c, const double p[3], float *out) 
 
 #define VX__SHELL_R 0.72      /* radius */
 #define VX__SHELL_HW 0.045    /* half thickness */
-#define VX__SHELL_HOLES 20    /* windows on a Fibonacci spiral */
 #define VX__SHELL_HOLE_R 0.20 /* window radius along the surface */
 
+/* The window centres, once per build (they were recomputed per voxel: 40 cos/sin). */
+static void vx__shell_init(vx__gen_ctx *c) {
+    double golden = M_PI * (3.0 - sqrt(5.0));
+    for (int k = 0; k < VX__SHELL_HOLES; k++) {
+        double y = 1.0 - 2.0 * (k + 0.5) / VX__SHELL_HOLES, rr = sqrt(1.0 - y * y);
+        c->holes[k][0] = rr * cos(golden * k);
+        c->holes[k][1] = y;
+        c->holes[k][2] = rr * sin(golden * k);
+    }
+}
+
 static void vx__shell_voxel(const vx__gen_ctx *c, const double p[3], float *out) {
-    (void)c;
     double r = sqrt(vx__dot3(p, p));
     double n[3] = {0, 1, 0};
     if (r > 1e-9) { n[0] = p[0] / r; n[1] = p[1] / r; n[2] = p[2] / r; }
     double dens = vx__bump((r - VX__SHELL_R) / VX__SHELL_HW);
     if (dens > 0.0) {
-        /* arc distance to the nearest window centre */
-        double best = 1e9, golden = M_PI * (3.0 - sqrt(5.0));
+        /* arc distance to the nearest window centre: acos falls as the cosine grows, so
+         * one acos of the largest cosine is the least of the twenty angles */
+        double most = -1e9;
         for (int k = 0; k < VX__SHELL_HOLES; k++) {
-            double y = 1.0 - 2.0 * (k + 0.5) / VX__SHELL_HOLES, rr = sqrt(1.0 - y * y);
-            double q[3] = {rr * cos(golden * k), y, rr * sin(golden * k)};
-            double ang = acos(vx__clamp(vx__dot3(n, q), -1.0, 1.0));
-            if (ang < best) best = ang;
+            double d = vx__dot3(n, c->holes[k]);
+            most = d > most ? d : most;
         }
+        double best = acos(vx__clamp(most, -1.0, 1.0));
         double s = best * VX__SHELL_R;
         dens *= vx__smoothstep(VX__SHELL_HOLE_R - 0.03, VX__SHELL_HOLE_R + 0.03, s);
     }
@@ -468,6 +480,7 @@ int vx_make_scene(const char *name, int res, vx_grid *g, vx_scene *s) {
     vx__gen_ctx ctx;
     vx__perm_init(&ctx, 0x5eed1234u);
     vx__phantom_init(&ctx);
+    vx__shell_init(&ctx);
     ctx.h = (vx__box_hi[0] - vx__box_lo[0]) / (res - 1);
     const int nc = def->channels;
     float *data = tmp.data;
@@ -560,6 +573,7 @@ int vx_make_scene_sparse(const char *name, int res, float threshold, vx_grid *g,
     vx__gen_ctx ctx;
     vx__perm_init(&ctx, 0x5eed1234u);
     vx__phantom_init(&ctx);
+    vx__shell_init(&ctx);
     ctx.h = (vx__box_hi[0] - vx__box_lo[0]) / (res - 1);
     static const float zero[VX_SPARSE_MAX_CHANNELS];
     vx__source user = {def, &ctx};
