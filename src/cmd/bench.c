@@ -11,6 +11,7 @@
 #include "bench.h"
 #include "cli.h"
 #include "commands.h"
+#include "sparse_grid.h"
 #include "vx_common.h"
 #ifdef VX_HAVE_CUDA
 #include "cuda_device.h"
@@ -22,11 +23,13 @@
 static void vx__bench_help(void) {
     printf("usage: voxray bench kernels [--quick] [--no-torch]\n"
            "       voxray bench fit SCENE DATASET [--batch RAYS] [--steps K] (see bench fit --help)\n"
-           "       voxray bench render SCENE... [--size WxH]... [--frames N] [options]\n"
+           "       voxray bench render SCENE... [--size WxH]... [--frames N] [--stores f32,f16] [options]\n"
            "       voxray bench hdda SCENE... [--size WxH] [--frames N] (NanoVDB's HDDA vs voxray)\n"
            "Render timings: median ms/frame of N frames (default 50) for each scene and size\n"
            "(--size may repeat; default 800x800), samples per second and per ray that met\n"
-           "the volume; the CUDA time is the kernel alone (events), 'e2e' adds the copy back.\n\n%s",
+           "the volume; the CUDA time is the kernel alone (events), 'e2e' adds the copy back.\n"
+           "--stores f32,f16 times each device storage in turn from one load of the scene\n"
+           "(default: f32, or f16 with --half; the CPU renders float32 only).\n\n%s",
            vx_cli_common_help());
 }
 
@@ -135,12 +138,19 @@ static int vx__bench_render(int argc, char **argv) {
     vx_cli_common cc;
     vx_cli_common_init(&cc);
     const char *scenes[64];
-    int nscenes = 0, frames = 50, nsizes = 0, sizes[VX_BENCH_MAX_SIZES][2];
+    int nscenes = 0, frames = 50, nsizes = 0, sizes[VX_BENCH_MAX_SIZES][2], stores[2] = {0, 0}, nstores = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { vx__bench_help(); return 0; }
         if (!strcmp(a, "--frames")) {
             if (i + 1 >= argc || vx_parse_int("--frames", argv[++i], 1, 100000, &frames)) goto bad;
+            continue;
+        }
+        if (!strcmp(a, "--stores")) {
+            const char *v = i + 1 < argc ? argv[++i] : "";
+            if (!strcmp(v, "f32") || !strcmp(v, "f16")) { stores[0] = v[1] == '1'; nstores = 1; }
+            else if (!strcmp(v, "f32,f16") || !strcmp(v, "f16,f32")) { stores[0] = v[1] == '1'; stores[1] = !stores[0]; nstores = 2; }
+            else { vx_error("--stores: '%s' is not f32, f16, f32,f16 or f16,f32", v); goto bad; }
             continue;
         }
         if (!strcmp(a, "--size")) {
@@ -162,6 +172,8 @@ static int vx__bench_render(int argc, char **argv) {
     char info[256];
     if (vx_backend_resolve(cc.backend, "bench render: using the CPU backend", &kind, info, sizeof info)) goto fail;
     int use_cuda = kind == VX_BACKEND_CUDA;
+    if (!nstores) { stores[0] = cc.ropts.half; nstores = 1; }
+    if (!use_cuda) { stores[0] = 0; nstores = 1; }
     if (use_cuda) {
         double gbs;
         if (vx_bench_copy_bandwidth(&gbs)) goto fail;
@@ -177,17 +189,28 @@ static int vx__bench_render(int argc, char **argv) {
         double t_load = vx_now();
         if (vx_cli_load_scene(&cc, &s)) goto fail;
         double loaded = vx_now();
-        vx__bench_target tg;
-        if (vx__bench_open(&cc, &s, use_cuda, &tg)) { vx_scene_free(&s); goto fail; }
-        fprintf(stderr, "voxray: bench render: %s loaded in %.1f s, ready to render in %.1f s more\n", scenes[k],
-                loaded - t_load, tg.ready_s);
-        for (int z = 0; z < nsizes; z++)
-            if (vx__bench_one(&cc, &s, &tg, sizes[z][0], sizes[z][1], frames)) {
-                vx__bench_close(&tg);
-                vx_scene_free(&s);
-                goto fail;
-            }
-        vx__bench_close(&tg);
+        char bricks[128] = "";
+        if (s.grid.sparse) {
+            vx_sparse_stats st;
+            vx_sparse_stats_of(&s.grid, &st);
+            snprintf(bricks, sizeof bricks, " (%zu of %zu bricks, %.1f MiB in memory)", st.bricks, st.table_entries,
+                     st.bytes_sparse / 1048576.0);
+        }
+        fprintf(stderr, "voxray: bench render: %s%s loaded in %.1f s\n", scenes[k], bricks, loaded - t_load);
+        for (int st = 0; st < nstores; st++) {
+            vx__bench_target tg;
+            cc.ropts.half = stores[st];
+            if (vx__bench_open(&cc, &s, use_cuda, &tg)) { vx_scene_free(&s); goto fail; }
+            fprintf(stderr, "voxray: bench render: %s %s ready to render in %.1f s\n", scenes[k],
+                    use_cuda ? (stores[st] ? "f16" : "f32") : "cpu", tg.ready_s);
+            for (int z = 0; z < nsizes; z++)
+                if (vx__bench_one(&cc, &s, &tg, sizes[z][0], sizes[z][1], frames)) {
+                    vx__bench_close(&tg);
+                    vx_scene_free(&s);
+                    goto fail;
+                }
+            vx__bench_close(&tg);
+        }
         vx_scene_free(&s);
     }
     return 0;
