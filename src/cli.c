@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "make_scene.h"
 #include "sparse_grid.h"
 #include "vx_common.h"
 
@@ -72,6 +73,8 @@ const char *vx_cli_common_help(void) {
            "  --spacing sx,sy,sz      voxel spacing for --raw and files without one (.den)\n"
            "  --volume N              which volume of a 4-D file (default 0)\n"
            "  --grid NAME             which grid of a .vdb file (default density, else the first)\n"
+           "  make-scene:NAME:RES     as SCENE: make-scene NAME --sparse --res RES built in\n"
+           "                          memory, no file (big volumes: make-scene:shell:4096)\n"
            "  --max-memory SIZE       memory one grid may take, e.g. 512M or 32G (default: half\n"
            "                          of this machine's memory, at most 16G)\n"
            "  --allow-outside-data    read a detached header's data file even when it lies\n"
@@ -205,9 +208,26 @@ int vx_cli_parse_common(vx_cli_common *c, int *i, int argc, char **argv) {
     return 0;
 }
 
+/* "make-scene:NAME:RES": make-scene NAME --sparse --res RES built in memory, so a 4096^3
+ * scene renders without writing (and reading back) tens of GB. */
+static int vx__procedural_scene(const char *spec, vx_scene *s) {
+    char name[64];
+    const char *rest = spec + strlen(VX_CLI_PROCEDURAL), *colon = strchr(rest, ':');
+    int res;
+    if (!colon || colon == rest || (size_t)(colon - rest) >= sizeof name)
+        return vx_error("%s: expected %sNAME:RES, e.g. %sshell:2048", spec, VX_CLI_PROCEDURAL, VX_CLI_PROCEDURAL);
+    memcpy(name, rest, (size_t)(colon - rest));
+    name[colon - rest] = 0;
+    if (vx_parse_int(spec, colon + 1, VX_MAKE_SCENE_RES_MIN, VX_MAKE_SCENE_SPARSE_RES_MAX, &res)) return -1;
+    memset(s, 0, sizeof *s);
+    return vx_make_scene_sparse(name, res, 0.0f, &s->grid, s);
+}
+
 int vx_cli_load_scene(const vx_cli_common *c, vx_scene *s) {
     if (!c->scene_path) return vx_error("no scene given");
-    if (vx_scene_load(c->scene_path, &c->load, s)) return -1;
+    if (!strncmp(c->scene_path, VX_CLI_PROCEDURAL, strlen(VX_CLI_PROCEDURAL))) {
+        if (vx__procedural_scene(c->scene_path, s)) return -1;
+    } else if (vx_scene_load(c->scene_path, &c->load, s)) return -1;
     if ((c->has_window || c->preset || c->shading >= 0) && s->dec.type != VX_DEC_SCALAR) {
         vx_scene_free(s);
         return vx_error("%s: --window, --preset and --shading apply only to scalar volumes", c->scene_path);

@@ -39,6 +39,9 @@ const char *vx_cli_common_help(void);
 /* Load the scene and apply decoder overrides (--density-scale, --preset, --window,
  * --shading). */
 int vx_cli_load_scene(const vx_cli_common *c, vx_scene *s);
+/* A scene path starting with this names a procedural scene built in memory:
+ * make-scene:NAME:RES is `make-scene NAME --sparse --res RES` (threshold 0). */
+#define VX_CLI_PROCEDURAL "make-scene:"
 
 /* The camera the flags describe for scene s at width x height: explicit eye/target
  * flags, else an orbit (flags override the manifest camera; missing parts from the

@@ -80,6 +80,14 @@ int vx_grid_visit(const vx_grid *g, vx_grid_visit_fn fn, void *ctx) {
     return absent ? fn(ctx, s->background, 1, absent) : 0;
 }
 
+void vx_grid_copy_meta(const vx_grid *src, vx_grid *dst) {
+    dst->nx = src->nx; dst->ny = src->ny; dst->nz = src->nz; dst->nc = src->nc;
+    dst->src_dtype = src->src_dtype;
+    memcpy(dst->i2w, src->i2w, sizeof dst->i2w);
+    dst->align_corners = src->align_corners;
+    memcpy(dst->source, src->source, sizeof dst->source);
+}
+
 void vx_grid_set_bbox(vx_grid *g, const double lo[3], const double hi[3], int align_corners) {
     int n[3] = {g->nx, g->ny, g->nz};
     memset(g->i2w, 0, sizeof g->i2w);

@@ -35,6 +35,10 @@ int vx_grid_alloc(vx_grid *g, int nx, int ny, int nz, int nc, const char *source
 void vx_grid_free(vx_grid *g);             /* frees data or the sparse storage */
 size_t vx_grid_count(const vx_grid *g); /* nx*ny*nz*nc (of the lattice, dense or sparse) */
 
+/* Copy everything but the storage: size, channels, source dtype, placement, source name
+ * (dst->data and dst->sparse are left alone). */
+void vx_grid_copy_meta(const vx_grid *src, vx_grid *dst);
+
 /* The nc floats of lattice point (x, y, z) for dense and sparse grids alike. */
 const float *vx_grid_voxel(const vx_grid *g, int x, int y, int z);
 

@@ -38,10 +38,13 @@ static double vx__dot3(const double a[3], const double b[3]) { return a[0] * b[0
 
 /* ---- noise: improved gradient noise over a seeded permutation, and fBm ------------------ */
 
+#define VX__SHELL_HOLES 20    /* shell: windows on a Fibonacci spiral */
+
 typedef struct {
     unsigned char perm[512]; /* a permutation of 0..255, repeated */
     double h;                /* lattice spacing in world units: 2 / (res - 1) */
     double rot[10][9];       /* phantom: world -> ellipsoid-frame rotation per ellipsoid */
+    double holes[VX__SHELL_HOLES][3]; /* shell: unit directions of the window centres */
 } vx__gen_ctx;
 
 /* Fisher-Yates with a fixed xorshift32 stream: the same table on every machine. */
@@ -141,24 +144,33 @@ static void vx__orbs_voxel(const vx__gen_ctx *c, const double p[3], float *out) 
 
 #define VX__SHELL_R 0.72      /* radius */
 #define VX__SHELL_HW 0.045    /* half thickness */
-#define VX__SHELL_HOLES 20    /* windows on a Fibonacci spiral */
 #define VX__SHELL_HOLE_R 0.20 /* window radius along the surface */
 
+/* The window centres, once per build (they were recomputed per voxel: 40 cos/sin). */
+static void vx__shell_init(vx__gen_ctx *c) {
+    double golden = M_PI * (3.0 - sqrt(5.0));
+    for (int k = 0; k < VX__SHELL_HOLES; k++) {
+        double y = 1.0 - 2.0 * (k + 0.5) / VX__SHELL_HOLES, rr = sqrt(1.0 - y * y);
+        c->holes[k][0] = rr * cos(golden * k);
+        c->holes[k][1] = y;
+        c->holes[k][2] = rr * sin(golden * k);
+    }
+}
+
 static void vx__shell_voxel(const vx__gen_ctx *c, const double p[3], float *out) {
-    (void)c;
     double r = sqrt(vx__dot3(p, p));
     double n[3] = {0, 1, 0};
     if (r > 1e-9) { n[0] = p[0] / r; n[1] = p[1] / r; n[2] = p[2] / r; }
     double dens = vx__bump((r - VX__SHELL_R) / VX__SHELL_HW);
     if (dens > 0.0) {
-        /* arc distance to the nearest window centre */
-        double best = 1e9, golden = M_PI * (3.0 - sqrt(5.0));
+        /* arc distance to the nearest window centre: acos falls as the cosine grows, so
+         * one acos of the largest cosine is the least of the twenty angles */
+        double most = -1e9;
         for (int k = 0; k < VX__SHELL_HOLES; k++) {
-            double y = 1.0 - 2.0 * (k + 0.5) / VX__SHELL_HOLES, rr = sqrt(1.0 - y * y);
-            double q[3] = {rr * cos(golden * k), y, rr * sin(golden * k)};
-            double ang = acos(vx__clamp(vx__dot3(n, q), -1.0, 1.0));
-            if (ang < best) best = ang;
+            double d = vx__dot3(n, c->holes[k]);
+            most = d > most ? d : most;
         }
+        double best = acos(vx__clamp(most, -1.0, 1.0));
         double s = best * VX__SHELL_R;
         dens *= vx__smoothstep(VX__SHELL_HOLE_R - 0.03, VX__SHELL_HOLE_R + 0.03, s);
     }
@@ -468,6 +480,7 @@ int vx_make_scene(const char *name, int res, vx_grid *g, vx_scene *s) {
     vx__gen_ctx ctx;
     vx__perm_init(&ctx, 0x5eed1234u);
     vx__phantom_init(&ctx);
+    vx__shell_init(&ctx);
     ctx.h = (vx__box_hi[0] - vx__box_lo[0]) / (res - 1);
     const int nc = def->channels;
     float *data = tmp.data;
@@ -499,51 +512,35 @@ int vx_make_scene(const char *name, int res, vx_grid *g, vx_scene *s) {
     return 0;
 }
 
-/* ---- sparse: brick slab by brick slab, never the dense grid ----------------------------- */
+/* ---- sparse: brick by brick, never the dense grid ----------------------------------------- */
 
-/* Skip flags of brick slab bz: 1 where the brick dilated by one voxel has no density. */
-static void vx__skip_flags(const vx__scene_def *def, const vx__gen_ctx *ctx, int res, int bn, int bz, unsigned char *f) {
-#pragma omp parallel for schedule(static)
-    for (int k = 0; k < bn * bn; k++) {
-        int b[3] = {k % bn, k / bn, bz};
-        double lo[3], hi[3];
-        for (int a = 0; a < 3; a++) {
-            int i0 = b[a] * VX_BRICK - 1, i1 = b[a] * VX_BRICK + VX_BRICK;
-            if (i0 < 0) i0 = 0;
-            if (i1 > res - 1) i1 = res - 1;
-            lo[a] = vx__box_lo[a] + i0 * ctx->h;
-            hi[a] = vx__box_lo[a] + i1 * ctx->h;
-        }
-        f[k] = def->empty ? (unsigned char)def->empty(lo, hi) : 0;
+typedef struct {
+    const vx__scene_def *def;
+    const vx__gen_ctx *ctx;
+} vx__source;
+
+/* Lattice points (x0 .. x0+n-1, y, z): the same points and arithmetic as vx_make_scene. */
+static void vx__source_row(void *user, int x0, int n, int y, int z, float *out) {
+    const vx__source *src = user;
+    const double h = src->ctx->h;
+    double p[3];
+    p[1] = vx__box_lo[1] + y * h;
+    p[2] = vx__box_lo[2] + z * h;
+    for (int i = 0; i < n; i++) {
+        p[0] = vx__box_lo[0] + (x0 + i) * h;
+        src->def->fn(src->ctx, p, out + (size_t)i * src->def->channels);
     }
 }
 
-/* Lattice planes z0 .. z1 (inclusive) into out, plane z at out + (z - z0) * res*res*nc;
- * bricks flagged in `skip` (slab z0 / 8) or `skip_next` (the slab after) get zeros: that is
- * what their channel 0 holds, and the drop rule removes them whatever the rest holds. */
-static void vx__planes(const vx__scene_def *def, const vx__gen_ctx *ctx, int res, int bn, int z0, int z1,
-                       const unsigned char *skip, const unsigned char *skip_next, float *out) {
-    const int nc = def->channels, slab = z0 / VX_BRICK;
-#pragma omp parallel for schedule(dynamic, 4)
-    for (int k = 0; k < (z1 - z0 + 1) * res; k++) {
-        int z = z0 + k / res, y = k % res;
-        const unsigned char *f = z / VX_BRICK == slab ? skip : skip_next;
-        double p[3];
-        p[1] = vx__box_lo[1] + y * ctx->h;
-        p[2] = vx__box_lo[2] + z * ctx->h;
-        float *row = out + ((size_t)(z - z0) * res + y) * res * nc;
-        for (int bx = 0; bx < bn; bx++) {
-            int x0 = bx * VX_BRICK, x1 = x0 + VX_BRICK < res ? x0 + VX_BRICK : res;
-            if (f[(y / VX_BRICK) * bn + bx]) {
-                memset(row + (size_t)x0 * nc, 0, sizeof(float) * (size_t)(x1 - x0) * nc);
-                continue;
-            }
-            for (int x = x0; x < x1; x++) {
-                p[0] = vx__box_lo[0] + x * ctx->h;
-                def->fn(ctx, p, row + (size_t)x * nc);
-            }
-        }
+/* The scene's density bound on the world box of lattice points lo .. hi. */
+static int vx__source_empty(void *user, const int lo[3], const int hi[3]) {
+    const vx__source *src = user;
+    double wlo[3], whi[3];
+    for (int a = 0; a < 3; a++) {
+        wlo[a] = vx__box_lo[a] + lo[a] * src->ctx->h;
+        whi[a] = vx__box_lo[a] + hi[a] * src->ctx->h;
     }
+    return src->def->empty(wlo, whi);
 }
 
 int vx_make_scene_sparse(const char *name, int res, float threshold, vx_grid *g, vx_scene *s) {
@@ -576,29 +573,18 @@ int vx_make_scene_sparse(const char *name, int res, float threshold, vx_grid *g,
     vx__gen_ctx ctx;
     vx__perm_init(&ctx, 0x5eed1234u);
     vx__phantom_init(&ctx);
+    vx__shell_init(&ctx);
     ctx.h = (vx__box_hi[0] - vx__box_lo[0]) / (res - 1);
-    const int nc = def->channels, bn = (res + VX_BRICK - 1) / VX_BRICK;
-    const size_t plane = (size_t)res * res * nc;
     static const float zero[VX_SPARSE_MAX_CHANNELS];
+    vx__source user = {def, &ctx};
+    const vx_sparse_source src = {&user, vx__source_row, def->empty ? vx__source_empty : NULL};
 
     vx_sparse *sp = vx_calloc(1, sizeof *sp, source);
-    float *win = vx_malloc(plane * (VX_BRICK + 2) * sizeof(float), source); /* planes 8bz-1 .. 8bz+8 */
-    unsigned char *flags = vx_malloc((size_t)bn * bn * 2, source);          /* slabs bz and bz+1 */
     vx_sparse_builder b;
     int rc = -1;
-    if (!sp || !win || !flags) goto done;
-    if (vx_sparse_builder_init(&b, sp, res, res, res, nc, zero, &set.dec, threshold, source)) goto done;
-    unsigned char *cur = flags, *next = flags + (size_t)bn * bn;
-    vx__skip_flags(def, &ctx, res, bn, 0, cur);
-    vx__planes(def, &ctx, res, bn, 0, 0, cur, cur, win + plane); /* win[1] = plane 0 */
-    for (int bz = 0; bz < bn; bz++) {
-        int z0 = bz * VX_BRICK, z1 = z0 + VX_BRICK < res - 1 ? z0 + VX_BRICK : res - 1;
-        if (bz + 1 < bn) vx__skip_flags(def, &ctx, res, bn, bz + 1, next);
-        if (z1 > z0) vx__planes(def, &ctx, res, bn, z0 + 1, z1, cur, next, win + 2 * plane);
-        if (vx_sparse_builder_slab(&b, z0 ? win : win + plane, z0 ? z0 - 1 : 0, bz)) goto done;
-        memmove(win, win + (size_t)VX_BRICK * plane, 2 * plane * sizeof(float)); /* planes z0+7, z0+8 */
-        unsigned char *t = cur; cur = next; next = t;
-    }
+    if (!sp) goto done;
+    if (vx_sparse_builder_init(&b, sp, res, res, res, def->channels, zero, &set.dec, threshold, source)) goto done;
+    if (vx_sparse_builder_source(&b, &src)) goto done;
     vx_sparse_builder_finish(&b);
     tmp.sparse = sp;
     sp = NULL;
@@ -612,8 +598,6 @@ int vx_make_scene_sparse(const char *name, int res, float threshold, vx_grid *g,
     rc = 0;
 done:
     if (sp) { vx_sparse_free(sp); free(sp); }
-    free(win);
-    free(flags);
     return rc;
 }
 

@@ -28,8 +28,9 @@ int vx_make_scene_known(const char *name);
  * Returns 0, or -1 with vx_error set (unknown name, res out of 8..1024, no memory). */
 int vx_make_scene(const char *name, int res, vx_grid *g, vx_scene *s);
 
-/* The same scene as sparse storage (g->sparse), built brick slab by brick slab without
- * the dense grid: 10 lattice planes in memory plus the kept bricks. Bricks follow the drop
+/* The same scene as sparse storage (g->sparse), built tile by tile without the dense grid
+ * (vx_sparse_builder_source): the scene is evaluated only at bricks its density bound
+ * cannot rule out, and memory is the kept bricks plus a slab of tiles. Bricks follow the drop
  * rule of sparse_grid.h with the scene's decoder, background 0 and `threshold`, so the
  * result equals vx_sparse_from_dense_bg(dense scene, decoder, threshold, zeros). shell and
  * orbs skip bricks their density provably misses and go to res 4096; sh-glass, cloud

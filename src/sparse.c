@@ -1,6 +1,6 @@
 /* sparse.c - the sparse grid's host side (sparse_grid.h): checked allocation, the brick
- * drop rule, dense <-> sparse, the slab builder that make-scene --sparse shares with
- * vx_sparse_from_dense, and statistics. The file form lives in sparse_io.c. */
+ * drop rule, re-thinning, sparse -> dense, and statistics. Building bricks (dense -> sparse,
+ * make-scene --sparse) lives in sparse_build.c, the file form in sparse_io.c. */
 #include "sparse_grid.h"
 
 #include <math.h>
@@ -23,7 +23,7 @@ static int vx__table_size(int nx, int ny, int nz, int nc, int bn[3], size_t *ent
     return 0;
 }
 
-static int vx__pool_bytes(size_t nbricks, int nc, size_t *bytes, const char *what) {
+int vx_sparse_pool_bytes(size_t nbricks, int nc, size_t *bytes, const char *what) {
     if (vx_mul_size4(nbricks, VX_BRICK_VOXELS, (size_t)nc, sizeof(float), bytes) || *bytes > VX_MAX_SPARSE_BYTES)
         return vx_error("%s: %zu bricks of %d channels need more than the %zu GiB allowed for a brick pool", what,
                         nbricks, nc, VX_MAX_SPARSE_BYTES >> 30);
@@ -40,7 +40,7 @@ int vx_sparse_alloc(vx_sparse *s, int nx, int ny, int nz, int nc, size_t nbricks
                         VX_MAX_SPARSE_BYTES >> 30);
     if (nbricks > entries)
         return vx_error("%s: %zu bricks but the table has only %zu entries", what, nbricks, entries);
-    if (vx__pool_bytes(nbricks, nc, &bytes, what)) return -1;
+    if (vx_sparse_pool_bytes(nbricks, nc, &bytes, what)) return -1;
     s->table = vx_malloc(entries * sizeof(int32_t), what);
     if (!s->table) return -1;
     memset(s->table, 0xff, entries * sizeof(int32_t)); /* -1 */
@@ -92,146 +92,7 @@ int vx_sparse_keep(const vx_decoder *dec, float threshold, float bg0, int all_ba
     return vx_decoder_max_sigma(dec, lo, hi) > threshold;
 }
 
-/* ---- the builder ------------------------------------------------------------------------------ */
-
-int vx_sparse_builder_init(vx_sparse_builder *b, vx_sparse *s, int nx, int ny, int nz, int nc, const float *bg,
-                           const vx_decoder *dec, float threshold, const char *what) {
-    memset(b, 0, sizeof *b);
-    if (vx_sparse_alloc(s, nx, ny, nz, nc, 0, what)) return -1;
-    for (int c = 0; c < nc; c++) s->background[c] = bg ? bg[c] : 0.0f;
-    b->s = s;
-    b->nx = nx; b->ny = ny; b->nz = nz;
-    b->dec = dec;
-    b->threshold = threshold;
-    b->what = what ? what : "sparse grid";
-    return 0;
-}
-
-static int vx__reserve(vx_sparse_builder *b, size_t want) {
-    if (want <= b->cap) return 0;
-    size_t cap = b->cap ? b->cap : 64, bytes;
-    while (cap < want) cap *= 2;
-    if (vx__pool_bytes(cap, b->s->nc, &bytes, b->what)) {
-        cap = want; /* doubling overshot the limit: try the exact size */
-        if (vx__pool_bytes(cap, b->s->nc, &bytes, b->what)) return -1;
-    }
-    float *p = realloc(b->s->pool, bytes); /* large blocks grow by mremap, without a copy */
-    if (!p) return vx_error("%s: out of memory growing the brick pool to %zu bricks (%zu MiB)", b->what, cap,
-                            bytes >> 20);
-    b->s->pool = p;
-    b->cap = cap;
-    return 0;
-}
-
-int vx_sparse_builder_slab(vx_sparse_builder *b, const float *win, int wz0, int bz) {
-    vx_sparse *s = b->s;
-    const int nx = b->nx, ny = b->ny, nz = b->nz, nc = s->nc, bnx = s->bn[0], bny = s->bn[1];
-    const size_t plane = (size_t)nx * ny * nc;
-    const float *bg = s->background;
-    int32_t *row = s->table + (size_t)bz * bny * bnx;
-    unsigned char *keep = vx_malloc((size_t)bnx * bny, b->what);
-    if (!keep) return -1;
-    const int z0 = bz * VX_BRICK, z1 = z0 + vx__span(nz, bz); /* [z0, z1) */
-#pragma omp parallel for schedule(dynamic, 4)
-    for (int k = 0; k < bnx * bny; k++) {
-        int bx = k % bnx, by = k / bnx;
-        int x0 = bx * VX_BRICK, x1 = x0 + vx__span(nx, bx), y0 = by * VX_BRICK, y1 = y0 + vx__span(ny, by);
-        int all_bg = 1;
-        for (int z = z0; z < z1 && all_bg; z++)
-            for (int y = y0; y < y1 && all_bg; y++) {
-                const float *v = win + (size_t)(z - wz0) * plane + ((size_t)y * nx + x0) * nc;
-                for (int i = 0; i < (x1 - x0) * nc; i++)
-                    if (v[i] != bg[i % nc]) { all_bg = 0; break; }
-            }
-        float lo = INFINITY, hi = -INFINITY;
-        if (!all_bg && b->dec) { /* channel 0 over the brick dilated by one voxel */
-            int dz0 = z0 > 0 ? z0 - 1 : 0, dz1 = z1 < nz ? z1 + 1 : nz;
-            int dy0 = y0 > 0 ? y0 - 1 : 0, dy1 = y1 < ny ? y1 + 1 : ny;
-            int dx0 = x0 > 0 ? x0 - 1 : 0, dx1 = x1 < nx ? x1 + 1 : nx;
-            for (int z = dz0; z < dz1; z++)
-                for (int y = dy0; y < dy1; y++) {
-                    const float *v = win + (size_t)(z - wz0) * plane + ((size_t)y * nx + dx0) * nc;
-                    for (int x = dx0; x < dx1; x++, v += nc) {
-                        if (*v < lo) lo = *v;
-                        if (*v > hi) hi = *v;
-                    }
-                }
-        }
-        keep[k] = (unsigned char)vx_sparse_keep(b->dec, b->threshold, bg[0], all_bg, lo, hi);
-    }
-    size_t n = s->nbricks;
-    for (int k = 0; k < bnx * bny; k++) row[k] = keep[k] ? (int32_t)n++ : -1;
-    if (n > (size_t)INT32_MAX) { free(keep); return vx_error("%s: more than 2^31 bricks", b->what); }
-    if (b->count_only) { s->nbricks = n; free(keep); return 0; }
-    if (vx__reserve(b, n)) { free(keep); return -1; }
-    s->nbricks = n;
-#pragma omp parallel for schedule(dynamic, 4)
-    for (int k = 0; k < bnx * bny; k++) {
-        if (row[k] < 0) continue;
-        int bx = k % bnx, by = k / bnx;
-        float *dst = s->pool + (size_t)row[k] * VX_BRICK_VOXELS * nc;
-        /* voxels past the lattice hold the background: the bytes depend only on the grid */
-        for (int lz = 0; lz < VX_BRICK; lz++)
-            for (int ly = 0; ly < VX_BRICK; ly++)
-                for (int lx = 0; lx < VX_BRICK; lx++, dst += nc) {
-                    int x = bx * VX_BRICK + lx, y = by * VX_BRICK + ly, z = z0 + lz;
-                    const float *src = x < nx && y < ny && z < nz
-                                           ? win + (size_t)(z - wz0) * plane + ((size_t)y * nx + x) * nc
-                                           : bg;
-                    memcpy(dst, src, sizeof(float) * (size_t)nc);
-                }
-    }
-    free(keep);
-    return 0;
-}
-
-int vx_sparse_builder_finish(vx_sparse_builder *b) {
-    vx_sparse *s = b->s;
-    if (s->nbricks == 0) { free(s->pool); s->pool = NULL; b->cap = 0; return 0; }
-    if (b->cap > s->nbricks) {
-        float *p = realloc(s->pool, s->nbricks * VX_BRICK_VOXELS * (size_t)s->nc * sizeof(float));
-        if (p) s->pool = p;
-        b->cap = s->nbricks;
-    }
-    return 0;
-}
-
-/* ---- dense <-> sparse -------------------------------------------------------------------------- */
-
-static void vx__copy_meta(const vx_grid *src, vx_grid *dst) {
-    dst->nx = src->nx; dst->ny = src->ny; dst->nz = src->nz; dst->nc = src->nc;
-    dst->src_dtype = src->src_dtype;
-    memcpy(dst->i2w, src->i2w, sizeof dst->i2w);
-    dst->align_corners = src->align_corners;
-    memcpy(dst->source, src->source, sizeof dst->source);
-}
-
-int vx_sparse_from_dense_bg(const vx_grid *dense, const vx_decoder *dec, float threshold, const float *bg,
-                            vx_grid *out) {
-    memset(out, 0, sizeof *out);
-    if (dense->sparse || !dense->data) return vx_error("%s: vx_sparse_from_dense needs a dense grid", dense->source);
-    vx_sparse *s = vx_calloc(1, sizeof *s, dense->source);
-    if (!s) return -1;
-    vx_sparse_builder b;
-    if (vx_sparse_builder_init(&b, s, dense->nx, dense->ny, dense->nz, dense->nc, bg, dec, threshold, dense->source)) {
-        free(s);
-        return -1;
-    }
-    for (int bz = 0; bz < s->bn[2]; bz++)
-        if (vx_sparse_builder_slab(&b, dense->data, 0, bz)) { vx_sparse_free(s); free(s); return -1; }
-    vx_sparse_builder_finish(&b);
-    vx__copy_meta(dense, out);
-    out->sparse = s;
-    return 0;
-}
-
-int vx_sparse_from_dense(const vx_grid *dense, const vx_decoder *dec, float threshold, vx_grid *out) {
-    float bg[VX_SPARSE_MAX_CHANNELS];
-    if (dense->nc < 1 || dense->nc > VX_SPARSE_MAX_CHANNELS)
-        return vx_error("%s: %d channels; voxray supports 1..%d", dense->source, dense->nc, VX_SPARSE_MAX_CHANNELS);
-    vx_sparse_default_background(dense, dec, bg);
-    return vx_sparse_from_dense_bg(dense, dec, threshold, bg, out);
-}
+/* ---- dense <-> sparse (building: sparse_build.c) ------------------------------------------- */
 
 /* The drop rule on a sparse grid: slot[k] = 0 to keep table entry k, -1 to drop. */
 static void vx__rethin_flags(const vx_grid *in, const vx_decoder *dec, float threshold, int32_t *slot) {
@@ -298,7 +159,7 @@ int vx_sparse_rethin(const vx_grid *in, const vx_decoder *dec, float threshold, 
         if (s->table[k] >= 0)
             vx__copy_brick(a, in->nx, in->ny, in->nz, (size_t)k, a->pool + (size_t)a->table[k] * VX_BRICK_VOXELS * nc,
                            s->pool + (size_t)s->table[k] * VX_BRICK_VOXELS * nc);
-    vx__copy_meta(in, out);
+    vx_grid_copy_meta(in, out);
     out->sparse = s;
     return 0;
 }
@@ -341,7 +202,7 @@ int vx_sparse_rethin_inplace(vx_grid *g, const vx_decoder *dec, float threshold)
 int vx_sparse_to_dense(const vx_grid *sp, vx_grid *dense) {
     memset(dense, 0, sizeof *dense);
     if (vx_grid_alloc(dense, sp->nx, sp->ny, sp->nz, sp->nc, sp->source)) return -1;
-    vx__copy_meta(sp, dense);
+    vx_grid_copy_meta(sp, dense);
     const size_t nc = (size_t)sp->nc;
     if (!sp->sparse) {
         memcpy(dense->data, sp->data, vx_grid_count(sp) * sizeof(float));
@@ -366,26 +227,6 @@ int vx_grid_densify(vx_grid *g) {
 }
 
 /* ---- statistics ------------------------------------------------------------------------------- */
-
-int vx_sparse_count_kept(const vx_grid *dense, const vx_decoder *dec, float threshold, size_t *bricks,
-                         size_t *table_entries) {
-    if (dense->sparse || !dense->data) return vx_error("%s: vx_sparse_count_kept needs a dense grid", dense->source);
-    if (dense->nc < 1 || dense->nc > VX_SPARSE_MAX_CHANNELS)
-        return vx_error("%s: %d channels; voxray supports 1..%d", dense->source, dense->nc, VX_SPARSE_MAX_CHANNELS);
-    float bg[VX_SPARSE_MAX_CHANNELS];
-    vx_sparse_default_background(dense, dec, bg);
-    vx_sparse s;
-    vx_sparse_builder b;
-    if (vx_sparse_builder_init(&b, &s, dense->nx, dense->ny, dense->nz, dense->nc, bg, dec, threshold, dense->source))
-        return -1;
-    b.count_only = 1;
-    int rc = 0;
-    for (int bz = 0; bz < s.bn[2] && !rc; bz++) rc = vx_sparse_builder_slab(&b, dense->data, 0, bz);
-    *bricks = s.nbricks;
-    *table_entries = (size_t)s.bn[0] * s.bn[1] * s.bn[2];
-    vx_sparse_free(&s);
-    return rc;
-}
 
 void vx_sparse_stats_of(const vx_grid *g, vx_sparse_stats *st) {
     memset(st, 0, sizeof *st);

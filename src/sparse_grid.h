@@ -1,6 +1,6 @@
 /* sparse_grid.h - host side of the sparse grid (sparse.h holds the struct and the VX_HD
- * lookup): allocation, dense <-> sparse, the brick drop rule, statistics (sparse.c) and
- * the .npz file form of docs/FORMAT.md (sparse_io.c). Loaders, `convert`, `info` and
+ * lookup): allocation, the brick drop rule, statistics (sparse.c), building bricks from a
+ * dense grid or a procedural source (sparse_build.c) and the .npz file form of docs/FORMAT.md (sparse_io.c). Loaders, `convert`, `info` and
  * make-scene call it; the renderers only read vx_grid.sparse through sparse.h. */
 #ifndef VX_SPARSE_GRID_H
 #define VX_SPARSE_GRID_H
@@ -27,6 +27,10 @@ extern "C" {
  * VX_MAX_SPARSE_BYTES) before anything is allocated; `what` names the source in messages. */
 int vx_sparse_alloc(vx_sparse *s, int nx, int ny, int nz, int nc, size_t nbricks, const char *what);
 void vx_sparse_free(vx_sparse *s);
+
+/* Bytes of a float32 pool of nbricks bricks of nc channels into *bytes; -1 with a message
+ * naming `what` when that overflows or passes VX_MAX_SPARSE_BYTES. */
+int vx_sparse_pool_bytes(size_t nbricks, int nc, size_t *bytes, const char *what);
 
 /* Lattice voxels of table slot (bx, by, bz) that lie inside an nx*ny*nz lattice. */
 size_t vx_sparse_brick_voxels(int nx, int ny, int nz, int bx, int by, int bz);
@@ -75,7 +79,8 @@ int vx_sparse_to_dense(const vx_grid *sparse, vx_grid *dense);
 /* Make g dense in place (no-op for dense grids), for code that needs g->data. */
 int vx_grid_densify(vx_grid *g);
 
-/* ---- building brick slab by brick slab (from_dense and make-scene --sparse) --------------- */
+/* ---- building (sparse_build.c): brick slab by brick slab from lattice planes, or tile by
+ * tile from a procedural source ---------------------------------------------------------- */
 
 typedef struct {
     vx_sparse *s;
@@ -95,6 +100,28 @@ int vx_sparse_builder_init(vx_sparse_builder *b, vx_sparse *s, int nx, int ny, i
  * planes max(0, 8bz-1) .. min(nz-1, 8bz+8). Bricks are stored in table order, so the
  * result does not depend on how the planes were produced. */
 int vx_sparse_builder_slab(vx_sparse_builder *b, const float *win, int wz0, int bz);
+
+/* A lattice given as a function, for vx_sparse_builder_source. */
+typedef struct {
+    void *user;
+    /* The nc floats of lattice points (x0 .. x0+n-1, y, z) into out (x0+n <= nx). Called
+     * from several threads at once. */
+    void (*row)(void *user, int x0, int n, int y, int z, float *out);
+    /* NULL, or 1 only when channel 0 is exactly 0 at every lattice point of the box
+     * [lo, hi] (inclusive, inside the lattice): a bound that lets the builder skip bricks
+     * without calling row(). It must hold for every box it answers 1 for. */
+    int (*empty)(void *user, const int lo[3], const int hi[3]);
+} vx_sparse_source;
+
+/* Every brick of a builder just started, from src: tiles of 8^3 bricks, each tested with
+ * empty() first and then brick by brick, row() called only for the bricks left and the
+ * one-point rim their drop test reads. The drop rule is the slab builder's, so the result
+ * (table, pool, bytes) equals slab building from the dense lattice of src. empty() is used
+ * only when the rule drops a brick whose grown box has channel 0 = 0 (a decoder whose sigma
+ * is 0 there and a background of channel 0 = 0 or below the threshold). Parallel (OpenMP)
+ * over the tiles of a slab of tiles; the bricks go to the pool in table order. */
+int vx_sparse_builder_source(vx_sparse_builder *b, const vx_sparse_source *src);
+
 /* Finish: trims the pool to its bricks. */
 int vx_sparse_builder_finish(vx_sparse_builder *b);
 

@@ -201,6 +201,20 @@ VOXRAY_PROGRESS_AFTER=0.05 $VOXRAY render "$T/orbs" -o "$T/slow.png" --size 200x
 $VOXRAY bench render "$T/orbs" --size 16x16 --frames 2 --backend cpu >"$T/bench" 2>/dev/null
 grep -E "^  orbs .* - +[0-9.]+ M " "$T/bench" >/dev/null && ok || bad "bench render on the CPU: $(tail -n 1 "$T/bench")"
 
+# two sizes in one bench run: one row each (the scene is prepared once)
+$VOXRAY bench render "$T/orbs" --size 16x16 --size 24x8 --frames 2 --backend cpu >"$T/bench" 2>/dev/null
+[ "$(grep -cE "^  orbs .* - +[0-9.]+ M " "$T/bench")" = 2 ] && ok || bad "bench render with two sizes: $(cat "$T/bench")"
+
+# make-scene:NAME:RES builds the sparse scene in memory: the same image as its written form
+$VOXRAY make-scene shell -o "$T/shell_sp" --res 40 --sparse >/dev/null 2>&1 || bad "make-scene shell --sparse"
+expect 0 "" -- $VOXRAY render "$T/shell_sp" -o "$T/sp_file.png" --size 24x24 --backend cpu -q
+expect 0 "" -- $VOXRAY render make-scene:shell:40 -o "$T/sp_mem.png" --size 24x24 --backend cpu -q
+cmp -s "$T/sp_file.png" "$T/sp_mem.png" && ok || bad "make-scene:shell:40 renders unlike make-scene shell --sparse --res 40"
+expect 1 "unknown scene" -- $VOXRAY render make-scene:nope:40 -o "$T/x.png"
+expect 1 "make-scene:NAME:RES" -- $VOXRAY render make-scene:shell -o "$T/x.png"
+expect 1 "outside" -- $VOXRAY render make-scene:shell:5000 -o "$T/x.png"
+expect 1 "1024" -- $VOXRAY render make-scene:cloud:2048 -o "$T/x.png"
+
 # make install PREFIX=...: the copied binary runs, has its man page, and `view` finds the
 # installed shaders from any folder (under Xvfb when there is one)
 BUILD=${BUILD:-build}

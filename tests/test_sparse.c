@@ -523,22 +523,25 @@ static void test_bad_files(void **state) {
 
 /* ---- make-scene --sparse ------------------------------------------------------------------------ */
 
+/* Equal to from_dense of the dense scene, byte for byte: every scene at small sizes, the ones
+ * with a density bound (shell, orbs) also across several 64-point tiles, with a threshold. */
 static void test_make_scene_sparse(void **state) {
     (void)state;
     static const char *names[] = {"shell", "orbs", "sh-glass", "cloud", "phantom"};
-    static const int res[] = {40, 64, 41, 57};
-    for (int r = 0; r < 4; r++)
+    static const int res[] = {40, 64, 41, 57, 137, 137};
+    for (int r = 0; r < 6; r++)
         for (int i = 0; i < 5; i++) {
             if (r >= 1 && (i == 3 || i == 2)) continue; /* keep the test short */
             if (r >= 2 && i == 4) continue;
+            float thr = r == 5 ? 0.3f : 0.0f;
             vx_scene sd, ss;
             memset(&sd, 0, sizeof sd);
             memset(&ss, 0, sizeof ss);
             assert_int_equal(vx_make_scene(names[i], res[r], &sd.grid, &sd), 0);
-            assert_int_equal(vx_make_scene_sparse(names[i], res[r], 0.0f, &ss.grid, &ss), 0);
+            assert_int_equal(vx_make_scene_sparse(names[i], res[r], thr, &ss.grid, &ss), 0);
             vx_grid want;
             float bg[VX_SPARSE_MAX_CHANNELS] = {0};
-            assert_int_equal(vx_sparse_from_dense_bg(&sd.grid, &sd.dec, 0.0f, bg, &want), 0);
+            assert_int_equal(vx_sparse_from_dense_bg(&sd.grid, &sd.dec, thr, bg, &want), 0);
             const vx_sparse *a = want.sparse, *b = ss.grid.sparse;
             assert_non_null(b);
             assert_int_equal(a->nbricks, b->nbricks);
@@ -548,12 +551,94 @@ static void test_make_scene_sparse(void **state) {
             assert_memory_equal(a->background, b->background, sizeof(float) * (size_t)a->nc);
             assert_memory_equal(sd.grid.i2w, ss.grid.i2w, sizeof sd.grid.i2w);
             assert_memory_equal(&sd.dec, &ss.dec, sizeof sd.dec);
-            fprintf(stderr, "%s %d: %zu of %d bricks\n", names[i], res[r], a->nbricks, a->bn[0] * a->bn[1] * a->bn[2]);
+            fprintf(stderr, "%s %d (threshold %g): %zu of %d bricks\n", names[i], res[r], thr, a->nbricks,
+                    a->bn[0] * a->bn[1] * a->bn[2]);
             if (i < 2) assert_true(a->nbricks < (size_t)a->bn[0] * a->bn[1] * a->bn[2]);
             vx_grid_free(&want);
             vx_grid_free(&sd.grid);
             vx_grid_free(&ss.grid);
         }
+}
+
+/* ---- building from a source, tile by tile -------------------------------------------------------- */
+
+typedef struct {
+    const vx_grid *g;
+    long long points;  /* lattice points row() was asked for */
+    int exact_empty;   /* 0: empty() never proves anything */
+} grid_source;
+
+static void grid_row(void *user, int x0, int n, int y, int z, float *out) {
+    grid_source *gs = user;
+    const vx_grid *g = gs->g;
+    assert_true(x0 >= 0 && n >= 1 && x0 + n <= g->nx && y >= 0 && y < g->ny && z >= 0 && z < g->nz);
+    memcpy(out, g->data + (((size_t)z * g->ny + y) * g->nx + x0) * g->nc, sizeof(float) * (size_t)n * g->nc);
+#pragma omp atomic
+    gs->points += n;
+}
+
+static int grid_empty(void *user, const int lo[3], const int hi[3]) {
+    const grid_source *gs = user;
+    const vx_grid *g = gs->g;
+    assert_true(lo[0] >= 0 && lo[1] >= 0 && lo[2] >= 0 && hi[0] < g->nx && hi[1] < g->ny && hi[2] < g->nz);
+    if (!gs->exact_empty) return 0;
+    for (int z = lo[2]; z <= hi[2]; z++)
+        for (int y = lo[1]; y <= hi[1]; y++)
+            for (int x = lo[0]; x <= hi[0]; x++)
+                if (g->data[(((size_t)z * g->ny + y) * g->nx + x) * g->nc] != 0.0f) return 0;
+    return 1;
+}
+
+/* vx_sparse_builder_source over a dense grid equals vx_sparse_from_dense_bg of it: sizes
+ * across several 64-point tiles and not multiples of 8, with and without a decoder, several
+ * thresholds, a background whose density is alive (the bound must then go unused). */
+static void test_builder_source(void **state) {
+    (void)state;
+    static const int sizes[][4] = {{130, 9, 70, 4}, {65, 66, 67, 1}, {8, 137, 17, 28}, {200, 3, 12, 4}};
+    static const float thresholds[] = {0.0f, 0.5f, 3.0f};
+    for (int k = 0; k < 4; k++) {
+        vx_grid d;
+        random_grid(&d, sizes[k][0], sizes[k][1], sizes[k][2], sizes[k][3]);
+        for (size_t i = 0; i < vx_grid_count(&d) / d.nc; i++) /* a large empty part: x past 2/3 */
+            if ((int)(i % (size_t)d.nx) > 2 * d.nx / 3) memset(d.data + i * d.nc, 0, sizeof(float) * (size_t)d.nc);
+        for (int variant = 0; variant < 8; variant++) {
+            const vx_decoder *dec = variant < 6 ? rgba_dec() : NULL;
+            float thr = thresholds[variant % 3], bg[VX_SPARSE_MAX_CHANNELS] = {0};
+            int exact = variant != 1, live_bg = variant == 5 || variant == 7;
+            if (live_bg) for (int c = 0; c < d.nc; c++) bg[c] = c ? 0.25f : 4.0f;
+            vx_grid want;
+            assert_int_equal(vx_sparse_from_dense_bg(&d, dec, thr, bg, &want), 0);
+            grid_source gs = {&d, 0, exact};
+            vx_sparse_source src = {&gs, grid_row, grid_empty};
+            vx_sparse got;
+            vx_sparse_builder b;
+            assert_int_equal(vx_sparse_builder_init(&b, &got, d.nx, d.ny, d.nz, d.nc, bg, dec, thr, "source test"), 0);
+            assert_int_equal(vx_sparse_builder_source(&b, &src), 0);
+            assert_int_equal(vx_sparse_builder_finish(&b), 0);
+            const vx_sparse *a = want.sparse;
+            assert_int_equal(a->nbricks, got.nbricks);
+            assert_memory_equal(a->table, got.table, sizeof(int32_t) * (size_t)a->bn[0] * a->bn[1] * a->bn[2]);
+            if (a->nbricks)
+                assert_memory_equal(a->pool, got.pool, a->nbricks * VX_BRICK_VOXELS * (size_t)a->nc * sizeof(float));
+            assert_memory_equal(a->background, got.background, sizeof(float) * (size_t)a->nc);
+            /* the bound spares the empty third, unless it cannot be used */
+            long long all = (long long)d.nx * d.ny * d.nz;
+            if (!(exact && dec && !live_bg)) assert_true(gs.points >= all);
+            else if (d.nx > 16) assert_true(gs.points < all * 4 / 5);
+            /* counting only: the same table, no pool */
+            vx_sparse cnt;
+            assert_int_equal(vx_sparse_builder_init(&b, &cnt, d.nx, d.ny, d.nz, d.nc, bg, dec, thr, "source test"), 0);
+            b.count_only = 1;
+            assert_int_equal(vx_sparse_builder_source(&b, &src), 0);
+            assert_int_equal(cnt.nbricks, a->nbricks);
+            assert_null(cnt.pool);
+            assert_memory_equal(a->table, cnt.table, sizeof(int32_t) * (size_t)a->bn[0] * a->bn[1] * a->bn[2]);
+            vx_sparse_free(&cnt);
+            vx_sparse_free(&got);
+            vx_grid_free(&want);
+        }
+        vx_grid_free(&d);
+    }
 }
 
 /* ---- the apron layout (the CUDA upload's form) ------------------------------------------- */
@@ -669,7 +754,7 @@ int main(void) {
         cmocka_unit_test(test_drop_rule_keeps_neighbours), cmocka_unit_test(test_alloc_checks),
         cmocka_unit_test(test_file_roundtrip),    cmocka_unit_test(test_scene_load),
         cmocka_unit_test(test_bad_files),         cmocka_unit_test(test_make_scene_sparse),
-        cmocka_unit_test(test_apron_layout),
+        cmocka_unit_test(test_builder_source),    cmocka_unit_test(test_apron_layout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,7 +18,7 @@ LAYERS = [
                      [r"src/render", r"src/volume\.", r"src/fit\.h", r"src/fit_cpu\.c", r"kernels/"]),
     (2, "formats, scenes, datasets, images",
                      [r"src/scene\.", r"src/formats", r"src/npy\.", r"src/tf\.c", r"src/make_scene\.",
-                      r"src/dataset\.", r"src/image\.", r"src/frame\.", r"src/sparse\.c",
+                      r"src/dataset\.", r"src/image\.", r"src/frame\.", r"src/sparse\.c", r"src/sparse_build\.c",
                       r"src/sparse_io\.c", r"src/sparse_grid\.h", r"src/sparse_apron\.", r"src/piece"]),
     (1, "march, decode, sparse, trilinear",
                      [r"src/march\.h", r"src/hdda_march\.h", r"src/decode\.h", r"src/fit_march\.h",

@@ -11,6 +11,7 @@
 #include "bench.h"
 #include "cli.h"
 #include "commands.h"
+#include "sparse_grid.h"
 #include "vx_common.h"
 #ifdef VX_HAVE_CUDA
 #include "cuda_device.h"
@@ -22,32 +23,74 @@
 static void vx__bench_help(void) {
     printf("usage: voxray bench kernels [--quick] [--no-torch]\n"
            "       voxray bench fit SCENE DATASET [--batch RAYS] [--steps K] (see bench fit --help)\n"
-           "       voxray bench render SCENE... [--size WxH]... [--frames N] [options]\n"
+           "       voxray bench render SCENE... [--size WxH]... [--frames N] [--stores f32,f16] [options]\n"
            "       voxray bench hdda SCENE... [--size WxH] [--frames N] (NanoVDB's HDDA vs voxray)\n"
            "Render timings: median ms/frame of N frames (default 50) for each scene and size\n"
            "(--size may repeat; default 800x800), samples per second and per ray that met\n"
-           "the volume; the CUDA time is the kernel alone (events), 'e2e' adds the copy back.\n\n%s",
+           "the volume; the CUDA time is the kernel alone (events), 'e2e' adds the copy back.\n"
+           "--stores f32,f16 times each device storage in turn from one load of the scene\n"
+           "(default: f32, or f16 with --half; the CPU renders float32 only).\n\n%s",
            vx_cli_common_help());
 }
 
+/* A scene made ready once for all its sizes: grid and occupancy on the device, or the CPU
+ * renderer (a 4096^3 upload takes longer than its frames). */
+typedef struct {
+    int use_cuda;
+    double empty;      /* fraction of occupancy cells that are empty */
+    double ready_s;    /* seconds to prepare it */
+    vx_renderer *r;    /* CPU */
+#ifdef VX_HAVE_CUDA
+    vx_volume v;       /* CUDA */
+    vx_cuda_volume *cv;
+#endif
+} vx__bench_target;
+
+static int vx__bench_open(const vx_cli_common *cc, const vx_scene *s, int use_cuda, vx__bench_target *t) {
+    memset(t, 0, sizeof *t);
+    t->use_cuda = use_cuda;
+    double t0 = vx_now();
+#ifdef VX_HAVE_CUDA
+    if (use_cuda) {
+        if (vx_volume_prepare(&t->v, s, &cc->ropts)) return -1;
+        t->empty = t->v.occ_empty_fraction;
+        if (vx_volume_upload_cuda(&t->cv, &t->v, &s->grid, cc->ropts.half)) { vx_volume_free(&t->v); return -1; }
+        t->ready_s = vx_now() - t0;
+        return 0;
+    }
+#endif
+    if (vx_renderer_create(&t->r, s, &cc->ropts, VX_BACKEND_CPU)) return -1;
+    t->empty = vx_renderer_volume(t->r)->occ_empty_fraction;
+    t->ready_s = vx_now() - t0;
+    return 0;
+}
+
+static void vx__bench_close(vx__bench_target *t) {
+#ifdef VX_HAVE_CUDA
+    if (t->use_cuda) {
+        vx_volume_free_cuda(t->cv);
+        vx_volume_free(&t->v);
+        return;
+    }
+#endif
+    vx_renderer_destroy(t->r);
+}
+
 /* One scene at one size: prints a table row. */
-static int vx__bench_one(const vx_cli_common *cc, const vx_scene *s, int w, int h, int frames, int use_cuda) {
+static int vx__bench_one(const vx_cli_common *cc, const vx_scene *s, vx__bench_target *tg, int w, int h, int frames) {
+    const int use_cuda = tg->use_cuda;
     vx_camera cam;
     if (vx_cli_camera(cc, s, w, h, &cam)) return -1;
     double *t = vx_calloc((size_t)frames, sizeof *t, "frame times");
     if (!t) return -1;
     long long samples = 0, hit = 0;
-    double e2e = 0, empty = 0, mib = 0;
+    double e2e = 0, empty = tg->empty, mib = 0;
     int rc = -1;
     vx_frame f = {0};
     if (vx_frame_alloc(&f, w, h, 0)) goto done;
 #ifdef VX_HAVE_CUDA
     if (use_cuda) {
-        vx_volume v;
-        vx_cuda_volume *cv = NULL;
-        if (vx_volume_prepare(&v, s, &cc->ropts)) goto done;
-        empty = v.occ_empty_fraction;
-        if (vx_volume_upload_cuda(&cv, &v, &s->grid, cc->ropts.half)) { vx_volume_free(&v); goto done; }
+        vx_cuda_volume *cv = tg->cv;
         int ok = 1;
         for (int i = -3; i < frames && ok; i++) { /* three warm-up frames */
             float ms;
@@ -58,25 +101,18 @@ static int vx__bench_one(const vx_cli_common *cc, const vx_scene *s, int w, int 
         ok = ok && !vx_render_cuda(cv, &cam, &f);
         e2e = (vx_now() - t0) * 1e3;
         mib = (double)vx_volume_bytes_cuda(cv) / (1 << 20);
-        vx_volume_free_cuda(cv);
-        vx_volume_free(&v);
         if (!ok) goto done;
     } else
 #endif
     {
-        vx_renderer *r = NULL;
-        (void)use_cuda;
-        if (vx_renderer_create(&r, s, &cc->ropts, VX_BACKEND_CPU)) goto done;
-        empty = vx_renderer_volume(r)->occ_empty_fraction;
         int ok = 1;
         for (int i = -1; i < frames && ok; i++) {
             double t0 = vx_now();
-            ok = !vx_renderer_render(r, &cam, &f);
+            ok = !vx_renderer_render(tg->r, &cam, &f);
             if (i >= 0) t[i] = (vx_now() - t0) * 1e3;
         }
         samples = f.samples;
         hit = f.rays_hit;
-        vx_renderer_destroy(r);
         if (!ok) goto done;
     }
     double med = vx_median(t, frames);
@@ -102,12 +138,19 @@ static int vx__bench_render(int argc, char **argv) {
     vx_cli_common cc;
     vx_cli_common_init(&cc);
     const char *scenes[64];
-    int nscenes = 0, frames = 50, nsizes = 0, sizes[VX_BENCH_MAX_SIZES][2];
+    int nscenes = 0, frames = 50, nsizes = 0, sizes[VX_BENCH_MAX_SIZES][2], stores[2] = {0, 0}, nstores = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { vx__bench_help(); return 0; }
         if (!strcmp(a, "--frames")) {
             if (i + 1 >= argc || vx_parse_int("--frames", argv[++i], 1, 100000, &frames)) goto bad;
+            continue;
+        }
+        if (!strcmp(a, "--stores")) {
+            const char *v = i + 1 < argc ? argv[++i] : "";
+            if (!strcmp(v, "f32") || !strcmp(v, "f16")) { stores[0] = v[1] == '1'; nstores = 1; }
+            else if (!strcmp(v, "f32,f16") || !strcmp(v, "f16,f32")) { stores[0] = v[1] == '1'; stores[1] = !stores[0]; nstores = 2; }
+            else { vx_error("--stores: '%s' is not f32, f16, f32,f16 or f16,f32", v); goto bad; }
             continue;
         }
         if (!strcmp(a, "--size")) {
@@ -129,6 +172,8 @@ static int vx__bench_render(int argc, char **argv) {
     char info[256];
     if (vx_backend_resolve(cc.backend, "bench render: using the CPU backend", &kind, info, sizeof info)) goto fail;
     int use_cuda = kind == VX_BACKEND_CUDA;
+    if (!nstores) { stores[0] = cc.ropts.half; nstores = 1; }
+    if (!use_cuda) { stores[0] = 0; nstores = 1; }
     if (use_cuda) {
         double gbs;
         if (vx_bench_copy_bandwidth(&gbs)) goto fail;
@@ -141,9 +186,31 @@ static int vx__bench_render(int argc, char **argv) {
     for (int k = 0; k < nscenes; k++) {
         vx_scene s;
         cc.scene_path = scenes[k];
+        double t_load = vx_now();
         if (vx_cli_load_scene(&cc, &s)) goto fail;
-        for (int z = 0; z < nsizes; z++)
-            if (vx__bench_one(&cc, &s, sizes[z][0], sizes[z][1], frames, use_cuda)) { vx_scene_free(&s); goto fail; }
+        double loaded = vx_now();
+        char bricks[128] = "";
+        if (s.grid.sparse) {
+            vx_sparse_stats st;
+            vx_sparse_stats_of(&s.grid, &st);
+            snprintf(bricks, sizeof bricks, " (%zu of %zu bricks, %.1f MiB in memory)", st.bricks, st.table_entries,
+                     st.bytes_sparse / 1048576.0);
+        }
+        fprintf(stderr, "voxray: bench render: %s%s loaded in %.1f s\n", scenes[k], bricks, loaded - t_load);
+        for (int st = 0; st < nstores; st++) {
+            vx__bench_target tg;
+            cc.ropts.half = stores[st];
+            if (vx__bench_open(&cc, &s, use_cuda, &tg)) { vx_scene_free(&s); goto fail; }
+            fprintf(stderr, "voxray: bench render: %s %s ready to render in %.1f s\n", scenes[k],
+                    use_cuda ? (stores[st] ? "f16" : "f32") : "cpu", tg.ready_s);
+            for (int z = 0; z < nsizes; z++)
+                if (vx__bench_one(&cc, &s, &tg, sizes[z][0], sizes[z][1], frames)) {
+                    vx__bench_close(&tg);
+                    vx_scene_free(&s);
+                    goto fail;
+                }
+            vx__bench_close(&tg);
+        }
         vx_scene_free(&s);
     }
     return 0;

@@ -349,7 +349,7 @@ int vx_cmd_view(int argc, char **argv) {
         return prc < 0 ? 2 : 0;
     }
     struct stat st; /* a missing SCENE is reported before the display or the backend */
-    if (stat(v->cli.scene_path, &st) != 0) {
+    if (strncmp(v->cli.scene_path, VX_CLI_PROCEDURAL, strlen(VX_CLI_PROCEDURAL)) && stat(v->cli.scene_path, &st) != 0) {
         fprintf(stderr, "voxray: %s: cannot open: %s\n", v->cli.scene_path, strerror(errno));
         free(v);
         return 1;
