@@ -27,6 +27,7 @@ int vx_sparse_pool_bytes(size_t nbricks, int nc, size_t *bytes, const char *what
     if (vx_mul_size4(nbricks, VX_BRICK_VOXELS, (size_t)nc, sizeof(float), bytes) || *bytes > VX_MAX_SPARSE_BYTES)
         return vx_error("%s: %zu bricks of %d channels need more than the %zu GiB allowed for a brick pool", what,
                         nbricks, nc, VX_MAX_SPARSE_BYTES >> 30);
+    if (*bytes > vx_mem_budget()) return vx_mem_refuse(what, *bytes); /* --max-memory, as for dense grids */
     return 0;
 }
 

@@ -29,7 +29,8 @@ int vx_sparse_alloc(vx_sparse *s, int nx, int ny, int nz, int nc, size_t nbricks
 void vx_sparse_free(vx_sparse *s);
 
 /* Bytes of a float32 pool of nbricks bricks of nc channels into *bytes; -1 with a message
- * naming `what` when that overflows or passes VX_MAX_SPARSE_BYTES. */
+ * naming `what` when that overflows, passes VX_MAX_SPARSE_BYTES or the memory budget
+ * (vx_mem_budget, --max-memory). */
 int vx_sparse_pool_bytes(size_t nbricks, int nc, size_t *bytes, const char *what);
 
 /* Lattice voxels of table slot (bx, by, bz) that lie inside an nx*ny*nz lattice. */

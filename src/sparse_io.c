@@ -534,10 +534,7 @@ static int vx__load(vx__npz *a, vx_grid *g, vx_piece_req *req) {
         int n3[3] = {nx, ny, nz};
         size_t bytes;
         if (vx__piece_table(a, s, n3, req, nbricks, &map, &kept)) goto fail;
-        if (vx_mul_size(kept, (size_t)VX_BRICK_VOXELS * nc * sizeof(float), &bytes) || bytes > VX_MAX_SPARSE_BYTES) {
-            vx_error("%s: this piece's %zu bricks need more than %zu GiB", a->path, kept, VX_MAX_SPARSE_BYTES >> 30);
-            goto fail;
-        }
+        if (vx_sparse_pool_bytes(kept, nc, &bytes, a->path)) goto fail; /* the caps, --max-memory included */
         if (kept && !(s->pool = vx_malloc(bytes, a->path))) goto fail;
         s->nbricks = kept;
         pool_n = kept * VX_BRICK_VOXELS * (size_t)nc;

@@ -123,6 +123,14 @@ expect 1 "--max-memory allows" -- $VOXRAY convert "$T/bomb.nrrd" "$T/bombc" --ma
 expect 1 "--max-memory allows" -- $VOXRAY render "$T/orbs" -o "$T/h.png" $R --max-memory 16K
 expect 0 "" -- $VOXRAY render "$T/orbs" -o "$T/m.png" $R --max-memory 64M
 expect 2 "--max-memory" -- $VOXRAY render "$T/orbs" -o "$T/h.png" $R --max-memory lots
+# sparse grids (files and in-memory make-scene specs) follow the same budget
+expect 0 "" -- $VOXRAY convert "$T/orbs" "$T/orbs_sp" --sparse
+expect 1 "--max-memory allows" -- $VOXRAY render "$T/orbs_sp" -o "$T/h.png" $R --max-memory 16K
+expect 1 "--max-memory allows" -- $VOXRAY render make-scene:shell:40 -o "$T/h.png" $R --max-memory 16K
+expect 0 "" -- $VOXRAY render "$T/orbs_sp" -o "$T/m.png" $R --max-memory 64M
+expect 1 "--max-memory allows" -- $VOXRAY make-scene shell -o "$T/ms" --res 40 --sparse --max-memory 16K
+expect 0 "" -- $VOXRAY make-scene shell -o "$T/ms" --res 40 --sparse --max-memory 64M
+expect 2 "--max-memory" -- $VOXRAY make-scene shell -o "$T/ms" --res 40 --max-memory lots
 
 # ---- convert: reads what render reads, keeps the direct render's look --------------------
 expect 0 "" -- $VOXRAY convert "$T/orbs/grid.npy" "$T/conv_npy"

@@ -13,7 +13,7 @@
 static void vx__usage(FILE *f) {
     fprintf(f,
             "usage: voxray make-scene NAME -o DIR [--res N] [--half]\n"
-            "                         [--sparse [--threshold T] [--compress deflate|none]]\n"
+            "                         [--sparse [--threshold T] [--compress deflate|none]] [--max-memory SIZE]\n"
             "\n"
             "Write a deterministic procedural sample scene: DIR/grid.npy and DIR/scene.json\n"
             "(DIR/grid.sparse.npz with --sparse).\n"
@@ -34,6 +34,8 @@ static void vx__usage(FILE *f) {
             "  --threshold T drop bricks whose cells can reach density at most T (default 0:\n"
             "                renders exactly as the dense grid)\n"
             "  --compress M  zip members deflated (default) or stored (none)\n"
+            "  --max-memory SIZE  memory the grid may take, e.g. 64G (default: half of this\n"
+            "                machine's memory, at most 16G; a 4096^3 sparse shell needs ~60G)\n"
             "  -h, --help    this text\n",
             vx_make_scene_names(), VX_MAKE_SCENE_RES_MIN, VX_MAKE_SCENE_RES_MAX,
             VX_MAKE_SCENE_RES_DEFAULT, VX_MAKE_SCENE_SPARSE_RES_MAX, VX_MAKE_SCENE_RES_MAX);
@@ -76,6 +78,14 @@ int vx_cmd_make_scene(int argc, char **argv) {
                 return vx__usage_error("--compress: expected deflate or none");
             deflate = !strcmp(m, "deflate");
             sparse |= 4;
+        } else if (!strcmp(a, "--max-memory")) {
+            size_t b;
+            if (i + 1 >= argc) return vx__usage_error("--max-memory needs a size such as 512M or 64G");
+            if (vx_parse_bytes(argv[++i], &b) || b == 0) {
+                snprintf(msg, sizeof msg, "--max-memory: '%s' is not a size such as 512M or 64G", argv[i]);
+                return vx__usage_error(msg);
+            }
+            vx_mem_budget_set(b);
         } else if (a[0] == '-' && a[1]) {
             snprintf(msg, sizeof msg, "unknown option '%s'", a);
             return vx__usage_error(msg);
