@@ -24,6 +24,8 @@ typedef struct {
     float tv_sigma, tv_sh;      /* TV weights (density, SH) */
     float tv_fraction;          /* fraction of voxels the TV term visits per step (0..1] */
     float tv_eps;               /* inside the square root of the isotropic TV */
+    float tv_until;             /* training progress (0..1) after which TV is off (default 1:
+                                 * throughout; Plenoxels-style "TV early" with e.g. 0.3) */
     float prune_weight;         /* prune voxels whose max rendering weight is below this */
     float init_sigma;           /* raw density at start (small positive) */
     float sparsity, distortion; /* per-ray regulariser weights (docs/FIT.md "Ray regularisers");

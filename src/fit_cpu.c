@@ -28,6 +28,7 @@ void vx_fit_hparams_default(vx_fit_hparams *h) {
     h->tv_sh = 0.0f;
     h->tv_fraction = 0.1f;
     h->tv_eps = 1e-6f;
+    h->tv_until = 1.0f;
     h->prune_weight = 1e-3f;
     h->init_sigma = 0.1f;
     h->lazy = 1;

@@ -115,14 +115,14 @@ static int vx__next_stage(vx__trainer *t, const vx_fit_config *cfg, int stage, d
     return t->ops->resample(t->b, lo, hi, nres);
 }
 
-static int vx__step(vx__trainer *t, const vx_fit_config *cfg, float decay, uint64_t ray_seed, uint64_t tv_seed,
-                    double *loss) {
+static int vx__step(vx__trainer *t, const vx_fit_config *cfg, double p, float decay, uint64_t ray_seed,
+                    uint64_t tv_seed, double *loss) {
     const vx_fit_hparams *h = &cfg->hp;
     /* TV weights are per 4096 rays: the photometric loss is a mean, so a voxel's gradient from
      * one ray shrinks as 1/batch while TV's does not; where rays reach a voxel less than once a
      * step (fine grids), Adam then follows TV and smooths the model into fog (measured: a
      * 16x batch at the same weight lost 4 dB and its fine-stage loss rose). */
-    float tvs = 4096.0f / (float)cfg->batch;
+    float tvs = p < h->tv_until ? 4096.0f / (float)cfg->batch : 0.0f; /* --tv-until: TV early only */
     vx_fit_step s = {.batch = cfg->batch, .occ_cell = cfg->occ_cell, .ray_seed = ray_seed, .tv_seed = tv_seed,
                      .lr_sigma = h->lr_sigma * decay, .lr_sh = h->lr_sh * decay, .tv_sigma = h->tv_sigma * tvs,
                      .tv_sh = h->tv_sh * tvs, .hp = h};
@@ -221,7 +221,7 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
         /* every 20th step on a device is timed kernel by kernel (the waits cost little) */
         int prof = it % 20 == 0;
         t.ops->profile(t.b, prof);
-        if (vx__step(&t, cfg, decay, ray_seed, tv_seed, &loss)) goto done;
+        if (vx__step(&t, cfg, p, decay, ray_seed, tv_seed, &loss)) goto done;
         double dt = vx_now() - t0;
         t_train += dt;
         rays += cfg->batch;

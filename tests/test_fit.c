@@ -1485,6 +1485,61 @@ static void test_train_regularisers(void **state) {
     vx_grid_free(&s.grid);
 }
 
+/* --tv-until: TV stops at that progress. With TV on only before progress 0 the run is
+ * the TV-free run bit for bit; before progress 0.5 it matches neither that run nor TV
+ * throughout (same seed, rays and schedule). */
+static void test_train_tv_until(void **state) {
+    (void)state;
+    vx_scene s;
+    memset(&s, 0, sizeof s);
+    assert_int_equal(vx_make_scene("orbs", 16, &s.grid, &s), 0);
+    double lo[3] = {-1, -1, -1}, hi[3] = {1, 1, 1};
+    vx_grid_set_bbox(&s.grid, lo, hi, 0);
+    s.background[0] = s.background[1] = s.background[2] = 1.0f;
+    vx_dataset train;
+    render_views(&s, 6, 0.0, 30.0, &train);
+    float white[3] = {1, 1, 1};
+    const float tv[4] = {0.0f, 1e-2f, 1e-2f, 1e-2f}, until[4] = {1.0f, 0.0f, 0.5f, 1.0f};
+    float *data[4];
+    size_t n = 0;
+    for (int r = 0; r < 4; r++) {
+        vx_fit_config cfg;
+        vx_fit_config_default(&cfg);
+        cfg.res[0][0] = cfg.res[0][1] = cfg.res[0][2] = 12;
+        cfg.iters = 30;
+        cfg.batch = 256;
+        cfg.val_every = cfg.val_views = cfg.log_every = 0;
+        cfg.hp.tv_sigma = cfg.hp.tv_sh = tv[r];
+        cfg.hp.tv_fraction = 1.0f;
+        cfg.hp.tv_until = until[r];
+        vx_fit_model f;
+        assert_int_equal(vx_fit_model_init_cpu(&f, cfg.res[0], 0, lo, hi, 0.5f, 0.0f, white, cfg.hp.init_sigma), 0);
+        vx_fit_stats st;
+        if (vx_fit_train(&f, &cfg, &train, NULL, &st)) { fprintf(stderr, "%s\n", vx_errmsg()); fail(); }
+        n = vx_fit_storage_voxels(&f) * (size_t)f.nc;
+        data[r] = malloc(n * sizeof(float));
+        assert_non_null(data[r]);
+        memcpy(data[r], f.data, n * sizeof(float));
+        vx_fit_model_free(&f);
+    }
+    /* the CPU scatter's OpenMP atomics add in any order, so equal runs agree to rounding */
+    double d01 = 0.0, d02 = 0.0, d23 = 0.0, scale = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        d01 = fmax(d01, fabs((double)data[0][i] - data[1][i]));
+        d02 = fmax(d02, fabs((double)data[0][i] - data[2][i]));
+        d23 = fmax(d23, fabs((double)data[2][i] - data[3][i]));
+        scale = fmax(scale, fabs((double)data[0][i]));
+    }
+    fprintf(stderr, "tv-until: max diff to the TV-free run %.3g (until 0), %.3g (until 0.5); until 0.5 vs 1: %.3g "
+            "(scale %.3g)\n", d01, d02, d23, scale);
+    assert_true(d01 <= 1e-4 * scale);  /* until 0 == no TV */
+    assert_true(d02 > 1e-2 * scale);   /* until 0.5: TV acted */
+    assert_true(d23 > 1e-2 * scale);   /* ... and then stopped */
+    for (int r = 0; r < 4; r++) free(data[r]);
+    vx_dataset_free(&train);
+    vx_grid_free(&s.grid);
+}
+
 /* A dataset on disk (16 views of orbs as 8-bit PNGs + transforms_train.json), then
  * `voxray fit` and `voxray eval` on it, plus their usage and input errors. */
 static void test_commands(void **state) {
@@ -1649,6 +1704,7 @@ int main(void) {
         cmocka_unit_test(test_write_scene_roundtrip), cmocka_unit_test(test_dataset_good),
         cmocka_unit_test(test_dataset_bad),      cmocka_unit_test(test_metrics),
         cmocka_unit_test(test_end_to_end),       cmocka_unit_test(test_train_regularisers),
+        cmocka_unit_test(test_train_tv_until),
         cmocka_unit_test(test_commands),
         cmocka_unit_test(test_cuda_defaults),
     };

@@ -52,6 +52,8 @@ static void vx__fit_usage(FILE *o) {
             "  --step S             segment length in voxels (default 0.5)\n"
             "  --lr-sigma A --lr-sh B    Adam step sizes (default 0.5, 0.02)\n"
             "  --tv-sigma A --tv-sh B    total-variation weights per 4096 rays of batch (default 0: off)\n"
+            "  --tv-until P         apply TV only before training progress P, 0..1 (default 1:\n"
+            "                       throughout; e.g. 0.3: the coarse stages only)\n"
             "  --sparsity W         weight of the Cauchy sparsity loss on density, per ray: W x sum\n"
             "                       over the ray's samples of log(1 + 2 sigma^2) (default 0: off)\n"
             "  --distortion W       weight of the Mip-NeRF 360 distortion loss, per ray (default 0: off)\n"
@@ -152,7 +154,7 @@ int vx_cmd_fit(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { vx__fit_usage(stdout); return 0; }
         static const char *valued[] = {"-o", "--output", "--res", "--iters", "--batch", "--sh-degree", "--val-every",
                                        "--val-views", "--val-split", "--downscale", "--bbox", "--step", "--seed",
-                                       "--lr-sigma", "--lr-sh", "--tv-sigma", "--tv-sh", "--backend", "--max-seconds",
+                                       "--lr-sigma", "--lr-sh", "--tv-sigma", "--tv-sh", "--tv-until", "--backend", "--max-seconds",
                                        "--stage-ends", "--sparsity", "--distortion"};
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             if (!strcmp(a, valued[k]) && !need) {
@@ -178,6 +180,7 @@ int vx_cmd_fit(int argc, char **argv) {
         else if (!strcmp(a, "--lr-sh")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_sh = (float)dv; }
         else if (!strcmp(a, "--tv-sigma")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.tv_sigma = (float)dv; }
         else if (!strcmp(a, "--tv-sh")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.tv_sh = (float)dv; }
+        else if (!strcmp(a, "--tv-until")) { bad = vx_parse_double(a, argv[++i], 0, 1, &dv); cfg.hp.tv_until = (float)dv; }
         else if (!strcmp(a, "--sparsity")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.sparsity = (float)dv; }
         else if (!strcmp(a, "--distortion")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.distortion = (float)dv; }
         else if (!strcmp(a, "--backend")) bad = vx_backend_parse(argv[++i], &backend);
