@@ -53,6 +53,13 @@ int vx_fit_occupancy_download_cuda(const vx_fit_device *g, unsigned char *occ, s
  * specialised on the SH degree. views_upload copies d's photos and cameras once. */
 int vx_fit_views_upload_cuda(vx_fit_device *g, const vx_dataset *d);
 int vx_fit_rays_sampled_cuda(vx_fit_device *g, int n, uint64_t seed, double *loss);
+/* Error-driven sampling (fit_errmap.h): from now on vx_fit_rays_sampled_cuda draws batches of
+ * `batch` rays with vx_fit_pick_pixel_map over t (its CDF is copied; call again when it
+ * changes; t NULL: uniform again) and adds each ray's error into per-tile sums on the device
+ * (vx_fit_errmap_add_cpu's twin), which vx_fit_errmap_fetch_cuda adds into acc (2 floats
+ * per tile) and clears. */
+int vx_fit_errmap_upload_cuda(vx_fit_device *g, const struct vx_fit_tiles_s *t, int batch);
+int vx_fit_errmap_fetch_cuda(vx_fit_device *g, float *acc);
 /* Kernel version for vx_fit_rays_backward_cuda: 1 (generic, fit_march.h per ray) or 2
  * (specialised; default). */
 int vx_fit_set_ray_version_cuda(vx_fit_device *g, int version);

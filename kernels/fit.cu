@@ -38,6 +38,9 @@ struct vx_fit_device {
     float *d_images;            /* training photos (views x h x w x 3) for version 2 */
     vx_camera *d_cams;
     int views, vw, vh;
+    vx_fit_tiles tiles;         /* error map (--error-map): layout, n_map, device CDF (n_map 0: off) */
+    int tiles_batch;            /* the batch size n_map was chosen for */
+    float *d_cdf, *d_eacc;      /* its CDF and per-tile error sums and counts */
     float *d_render;            /* validation frame */
     size_t render_cap;
     int version;                /* ray kernel: 1 or 2 */
@@ -276,6 +279,7 @@ extern "C" void vx_fit_model_free_cuda(vx_fit_device *g) {
     vx_cuda_free(g->d_origin); vx_cuda_free(g->d_dir); vx_cuda_free(g->d_target); vx_cuda_free(g->d_rgb);
     vx_cuda_free(g->d_loss); vx_cuda_free(g->d_count); vx_cuda_free(g->d_sum); vx_cuda_free(g->d_bounds);
     vx_cuda_free(g->d_images); vx_cuda_free(g->d_cams); vx_cuda_free(g->d_render);
+    vx_cuda_free(g->d_cdf); vx_cuda_free(g->d_eacc);
     free(g->h_loss);
     free(g);
 }
@@ -476,10 +480,58 @@ extern "C" int vx_fit_rays_sampled_cuda(vx_fit_device *g, int n, uint64_t seed, 
     vx_fit_ray_src src;
     memset(&src, 0, sizeof src);
     src.images = g->d_images; src.cams = g->d_cams;
-    src.views = g->views; src.w = g->vw; src.h = g->vh;
+    src.tiles = g->tiles;
+    src.tiles.views = g->views; src.tiles.w = g->vw; src.tiles.h = g->vh;
     src.seed = seed;
+    int map = g->tiles.n_map > 0;
+    if (map) {
+        if (n != g->tiles_batch) return vx_error("fit: error map made for %d rays, batch of %d", g->tiles_batch, n);
+        src.ray_err = g->d_loss; /* version 1's per-ray losses: free in version 2 */
+    }
     if (vx__rays_v2(g, &src, n, NULL) || vx_cuda_download(loss, g->d_sum, sizeof(double))) return -1;
+    if (map) {
+        int bs = 256;
+        vx_fit_errmap_add_kernel<<<vx_ceil_div((size_t)n, bs), bs>>>(src.tiles, seed, n, g->d_loss, g->d_eacc);
+        VX_LAUNCH_CHECK("vx_fit_errmap_add_kernel");
+    }
     return vx__prof_stop(g, 0, t0);
+}
+
+extern "C" int vx_fit_errmap_upload_cuda(vx_fit_device *g, const vx_fit_tiles *t, int batch) {
+    if (!t) {
+        memset(&g->tiles, 0, sizeof g->tiles);
+        return 0;
+    }
+    if (t->views != g->views || t->w != g->vw || t->h != g->vh)
+        return vx_error("fit: error map of %d %dx%d views for %d %dx%d training views", t->views, t->w, t->h, g->views,
+                        g->vw, g->vh);
+    if (batch > g->max_batch || t->n_map > batch) return vx_error("fit: error map for %d rays (%d from the map)", batch, t->n_map);
+    if (!g->d_cdf || g->tiles.n != t->n) {
+        vx_cuda_free(g->d_cdf); vx_cuda_free(g->d_eacc);
+        g->d_cdf = g->d_eacc = NULL;
+        memset(&g->tiles, 0, sizeof g->tiles);
+        if (vx_cuda_alloc((void **)&g->d_cdf, ((size_t)t->n + 1) * sizeof(float), "fit error-map CDF") ||
+            vx_cuda_alloc((void **)&g->d_eacc, (size_t)t->n * 2 * sizeof(float), "fit error-map sums") ||
+            vx_cuda_zero(g->d_eacc, (size_t)t->n * 2 * sizeof(float)))
+            return -1;
+    }
+    if (vx_cuda_upload(g->d_cdf, t->cdf, ((size_t)t->n + 1) * sizeof(float))) return -1;
+    g->tiles = *t;
+    g->tiles.cdf = g->d_cdf;
+    g->tiles_batch = batch;
+    return 0;
+}
+
+extern "C" int vx_fit_errmap_fetch_cuda(vx_fit_device *g, float *acc) {
+    if (!g->d_eacc) return 0;
+    size_t n = (size_t)g->tiles.n * 2;
+    float *h = (float *)vx_malloc(n * sizeof(float), "fit error-map sums");
+    if (!h) return -1;
+    int rc = vx_cuda_download(h, g->d_eacc, n * sizeof(float)) || vx_cuda_zero(g->d_eacc, n * sizeof(float)) ? -1 : 0;
+    if (!rc)
+        for (size_t k = 0; k < n; k++) acc[k] += h[k];
+    free(h);
+    return rc;
 }
 
 extern "C" int vx_fit_render_view_cuda(vx_fit_device *g, const vx_camera *c, float *rgb) {

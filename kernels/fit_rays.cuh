@@ -11,13 +11,15 @@
 #include "load.cuh"
 
 /* Where a thread's ray comes from: a host-made batch (origin/dir/target) or random pixels
- * of the training photos on the device (images != NULL). */
+ * of the training photos on the device (images != NULL), picked by vx_fit_pick_pixel_map
+ * from tiles (n_map 0: uniformly); with ray_err each ray's squared error is written there. */
 typedef struct {
     const float *origin, *dir, *target;
     const float *images;
     const vx_camera *cams;
-    int views, w, h;
+    vx_fit_tiles tiles;
     unsigned long long seed;
+    float *ray_err;
 } vx_fit_ray_src;
 
 template <int DEG> struct vx_fit_sh {
@@ -198,9 +200,10 @@ vx_fit_rays_v2_kernel(vx_march_params mp, vx_fit_index L, const float *__restric
         const float *target;
         if (src.images) {
             int v, i, j;
-            vx_fit_pick_pixel(src.seed, (unsigned long long)r, src.views, src.w, src.h, &v, &i, &j);
+            vx_fit_tiles T = src.tiles;
+            vx_fit_pick_pixel_map(&T, src.seed, (unsigned long long)r, &v, &i, &j);
             vx_camera_ray(&src.cams[v], (float)j + 0.5f, (float)i + 0.5f, &o, &d);
-            target = src.images + (((size_t)v * src.h + i) * src.w + j) * 3;
+            target = src.images + (((size_t)v * T.h + i) * T.w + j) * 3;
         } else {
             o = vx_v3(src.origin[3 * r], src.origin[3 * r + 1], src.origin[3 * r + 2]);
             d = vx_v3(src.dir[3 * r], src.dir[3 * r + 1], src.dir[3 * r + 2]);
@@ -213,6 +216,11 @@ vx_fit_rays_v2_kernel(vx_march_params mp, vx_fit_index L, const float *__restric
         vx_fit_march_t<DEG, true, REG>(mp, L, data, occ, o, d, C, g, grad, wmax, reg, sums);
         if (rgb_out)
             for (int c = 0; c < 3; c++) rgb_out[3 * r + c] = C[c];
+        if (src.ray_err) {
+            float e = 0.0f;
+            for (int c = 0; c < 3; c++) e += (C[c] - tg[c]) * (C[c] - tg[c]);
+            src.ray_err[r] = e * (1.0f / 3.0f);
+        }
     }
     /* block sum of the loss, one double atomic per block */
     for (int off = 16; off > 0; off >>= 1) l += __shfl_down_sync(0xffffffffu, l, off);
@@ -224,6 +232,19 @@ vx_fit_rays_v2_kernel(vx_march_params mp, vx_fit_index L, const float *__restric
         for (int w = 0; w < (int)(blockDim.x + 31) / 32; w++) t += part[w];
         atomicAdd(loss_sum, t);
     }
+}
+
+/* Ray r's error (from a batch drawn with seed over T) into its tile's sum and count: the
+ * device twin of vx_fit_errmap_add_cpu (fit_errmap.c). */
+__global__ void vx_fit_errmap_add_kernel(vx_fit_tiles T, unsigned long long seed, int n, const float *__restrict__ ray_err,
+                                         float *acc) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= n) return;
+    int v, i, j;
+    vx_fit_pick_pixel_map(&T, seed, (unsigned long long)r, &v, &i, &j);
+    int k = vx_fit_tile_of(&T, v, i, j);
+    atomicAdd(acc + 2 * k, ray_err[r]);
+    atomicAdd(acc + 2 * k + 1, 1.0f);
 }
 
 /* Forward render of one camera, one thread per pixel (validation while training). */

@@ -107,6 +107,10 @@ void vx_fit_batch_free(vx_fit_batch *b);
  * centre chosen by vx_fit_pick_pixel(seed, r, ...) (fit_march.h), the function the CUDA
  * sampler runs too, so both backends draw the same rays for the same seed. */
 void vx_fit_sample_batch(const vx_dataset *d, uint64_t seed, vx_fit_batch *b);
+/* The same with an error map's tiles (fit_march.h's vx_fit_tiles; NULL: uniform): ray r
+ * through the pixel vx_fit_pick_pixel_map(tiles, seed, r, ...) chooses. */
+struct vx_fit_tiles_s;
+void vx_fit_sample_batch_map(const vx_dataset *d, uint64_t seed, const struct vx_fit_tiles_s *tiles, vx_fit_batch *b);
 
 /* Allocate a res[0] x res[1] x res[2] model in [lo, hi] with density init_sigma and grey
  * colour (SH zero -> 0.5). density_scale <= 0 picks 100 / box diagonal. */

@@ -9,17 +9,20 @@
 
 #include "backend.h"
 #include "fit.h"
+#include "fit_errmap.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* One training step's inputs (rates after the decay, TV weights per batch, 0: no TV). */
+/* One training step's inputs (rates after the decay, TV weights per batch, 0: no TV). With
+ * map (--error-map) the rays are drawn from its CDF and their errors go into its sums. */
 typedef struct {
     int batch, occ_cell;
     uint64_t ray_seed, tv_seed;
     float lr_sigma, lr_sh, tv_sigma, tv_sh;
     const vx_fit_hparams *hp;
+    vx_fit_errmap *map;
 } vx_fit_step;
 
 typedef struct vx_fit_backend vx_fit_backend; /* a backend's state: the model being trained */
@@ -37,6 +40,9 @@ typedef struct {
     void (*track_weights)(vx_fit_backend *b, int on);
     /* Occupancy, rays (forward + backward), TV, Adam; *loss = the batch's mean loss. */
     int (*step)(vx_fit_backend *b, const vx_fit_step *s, double *loss);
+    /* Add the ray errors the steps gathered since the last call into map->acc (the CPU
+     * steps add there directly; the CUDA ones keep their sums on the device). */
+    int (*errmap_fetch)(vx_fit_backend *b, vx_fit_errmap *map);
     int (*prune)(vx_fit_backend *b, float thresh, size_t *pruned);
     int (*alive_bounds)(vx_fit_backend *b, int lo[3], int hi[3], size_t *alive);
     size_t (*alive_count)(vx_fit_backend *b);

@@ -10,6 +10,7 @@ struct vx_fit_backend {
     vx_fit_model *f;
     const vx_dataset *train;
     vx_fit_batch batch;
+    float *rgb, *err; /* per ray: rendered colour and squared error (--error-map only) */
 };
 
 int vx_fit_render_view_cpu(const vx_fit_model *f, const vx_dataset *d, int v, vx_frame *fr) {
@@ -39,6 +40,8 @@ static int vx__create(vx_fit_backend **out, vx_fit_model *f, const vx_dataset *t
 static void vx__destroy(vx_fit_backend *b) {
     if (!b) return;
     vx_fit_batch_free(&b->batch);
+    free(b->rgb);
+    free(b->err);
     free(b);
 }
 
@@ -46,18 +49,41 @@ static const vx_fit_model *vx__model(const vx_fit_backend *b) { return b->f; }
 static int vx__update_params(vx_fit_backend *b, float stop) { return vx_fit_update_params(b->f, stop); }
 static void vx__track_weights(vx_fit_backend *b, int on) { b->f->track_wmax = on; }
 
+/* Squared error of each ray of the batch (mean over its channels) from the rendered colours. */
+static void vx__ray_errors(const vx_fit_batch *batch, const float *rgb, float *err) {
+    for (int r = 0; r < batch->n; r++) {
+        float e = 0.0f;
+        for (int c = 0; c < 3; c++) {
+            float d = rgb[3 * r + c] - batch->target[3 * r + c];
+            e += d * d;
+        }
+        err[r] = e * (1.0f / 3.0f);
+    }
+}
+
 static int vx__step(vx_fit_backend *b, const vx_fit_step *s, double *loss) {
-    vx_fit_sample_batch(b->train, s->ray_seed, &b->batch);
+    if (s->map && !b->rgb) {
+        b->rgb = vx_malloc((size_t)b->batch.n * 3 * sizeof(float), "fit ray colours");
+        b->err = vx_malloc((size_t)b->batch.n * sizeof(float), "fit ray errors");
+        if (!b->rgb || !b->err) return -1;
+    }
+    vx_fit_sample_batch_map(b->train, s->ray_seed, s->map ? &s->map->t : NULL, &b->batch);
     if (s->occ_cell > 0 && vx_fit_occupancy_build_cpu(b->f, s->occ_cell)) return -1;
     vx_fit_zero_grad_cpu(b->f);
     b->f->reg_sparsity = s->hp->sparsity;
     b->f->reg_distortion = s->hp->distortion;
-    *loss = vx_fit_rays_backward_cpu(b->f, &b->batch, NULL);
+    *loss = vx_fit_rays_backward_cpu(b->f, &b->batch, s->map ? b->rgb : NULL);
+    if (s->map) {
+        vx__ray_errors(&b->batch, b->rgb, b->err);
+        vx_fit_errmap_add_cpu(&s->map->t, s->ray_seed, b->batch.n, b->err, s->map->acc);
+    }
     if (s->tv_sigma > 0 || s->tv_sh > 0)
         vx_fit_tv_backward_cpu(b->f, s->tv_sigma, s->tv_sh, s->hp->tv_fraction, s->tv_seed, s->hp->tv_eps);
     vx_fit_adam_step_cpu(b->f, s->hp, s->lr_sigma, s->lr_sh);
     return 0;
 }
+
+static int vx__errmap_fetch(vx_fit_backend *b, vx_fit_errmap *map) { (void)b; (void)map; return 0; }
 
 static int vx__prune(vx_fit_backend *b, float thresh, size_t *pruned) {
     *pruned = vx_fit_prune_cpu(b->f, thresh);
@@ -92,7 +118,7 @@ static size_t vx__mem_in_use(void) { return 0; }
 const vx_fit_backend_ops vx_fit_backend_cpu = {
     .name = "cpu", .on_device = 0,
     .create = vx__create, .destroy = vx__destroy, .model = vx__model, .update_params = vx__update_params,
-    .track_weights = vx__track_weights, .step = vx__step, .prune = vx__prune, .alive_bounds = vx__alive_bounds,
+    .track_weights = vx__track_weights, .step = vx__step, .errmap_fetch = vx__errmap_fetch, .prune = vx__prune, .alive_bounds = vx__alive_bounds,
     .alive_count = vx__alive_count, .resample = vx__resample, .upsample = vx__upsample, .render = vx__render,
     .sync = vx__sync, .profile = vx__profile, .timings = vx__timings, .mem_in_use = vx__mem_in_use,
 };

@@ -12,6 +12,7 @@
 struct vx_fit_backend {
     vx_fit_model *f; /* the host model: written by sync */
     vx_fit_device *g;
+    int map_version; /* the error map's CDF on the device (0: none yet) */
 };
 
 static int vx__create(vx_fit_backend **out, vx_fit_model *f, const vx_dataset *train, int batch) {
@@ -48,12 +49,18 @@ static void vx__track_weights(vx_fit_backend *b, int on) {
 static int vx__step(vx_fit_backend *b, const vx_fit_step *s, double *loss) {
     if (s->occ_cell > 0 && vx_fit_occupancy_build_cuda(b->g, s->occ_cell)) return -1;
     vx_fit_set_ray_reg_cuda(b->g, s->hp->sparsity, s->hp->distortion);
+    if (s->map && s->map->version != b->map_version) {
+        if (vx_fit_errmap_upload_cuda(b->g, &s->map->t, s->batch)) return -1;
+        b->map_version = s->map->version;
+    }
     if (vx_fit_rays_sampled_cuda(b->g, s->batch, s->ray_seed, loss)) return -1;
     if ((s->tv_sigma > 0 || s->tv_sh > 0) &&
         vx_fit_tv_backward_cuda(b->g, s->tv_sigma, s->tv_sh, s->hp->tv_fraction, s->tv_seed, s->hp->tv_eps, NULL))
         return -1;
     return vx_fit_adam_step_cuda(b->g, s->hp, s->lr_sigma, s->lr_sh);
 }
+
+static int vx__errmap_fetch(vx_fit_backend *b, vx_fit_errmap *map) { return vx_fit_errmap_fetch_cuda(b->g, map->acc); }
 
 static int vx__prune(vx_fit_backend *b, float thresh, size_t *pruned) {
     return vx_fit_prune_cuda(b->g, thresh, pruned);
@@ -91,7 +98,7 @@ static int vx__timings(vx_fit_backend *b, double ms[4]) {
 const vx_fit_backend_ops vx_fit_backend_cuda = {
     .name = "cuda", .on_device = 1,
     .create = vx__create, .destroy = vx__destroy, .model = vx__model, .update_params = vx__update_params,
-    .track_weights = vx__track_weights, .step = vx__step, .prune = vx__prune, .alive_bounds = vx__alive_bounds,
+    .track_weights = vx__track_weights, .step = vx__step, .errmap_fetch = vx__errmap_fetch, .prune = vx__prune, .alive_bounds = vx__alive_bounds,
     .alive_count = vx__alive_count, .resample = vx__resample, .upsample = vx__upsample, .render = vx__render,
     .sync = vx__sync, .profile = vx__profile, .timings = vx__timings, .mem_in_use = vx_cuda_mem_in_use,
 };

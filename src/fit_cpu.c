@@ -53,12 +53,18 @@ void vx_fit_batch_free(vx_fit_batch *b) {
 }
 
 void vx_fit_sample_batch(const vx_dataset *d, uint64_t seed, vx_fit_batch *b) {
+    vx_fit_sample_batch_map(d, seed, NULL, b);
+}
+
+void vx_fit_sample_batch_map(const vx_dataset *d, uint64_t seed, const vx_fit_tiles *tiles, vx_fit_batch *b) {
     /* each ray depends only on (seed, r): the same rays for any thread count, and the CUDA
-     * sampler draws them with the same vx_fit_pick_pixel */
+     * sampler draws them with the same vx_fit_pick_pixel(_map) */
+    vx_fit_tiles uniform = {.views = d->n, .w = d->width, .h = d->height};
+    const vx_fit_tiles *t = tiles ? tiles : &uniform;
     #pragma omp parallel for schedule(static)
     for (int r = 0; r < b->n; r++) {
         int v, i, j;
-        vx_fit_pick_pixel(seed, (unsigned long long)r, d->n, d->width, d->height, &v, &i, &j);
+        vx_fit_pick_pixel_map(t, seed, (unsigned long long)r, &v, &i, &j);
         vx_vec3 o, dir;
         vx_camera_ray(&d->cams[v], (float)j + 0.5f, (float)i + 0.5f, &o, &dir);
         const float *px = vx_dataset_image(d, v) + 3 * ((size_t)i * d->width + j);

@@ -412,6 +412,52 @@ VX_HD void vx_fit_pick_pixel(unsigned long long seed, unsigned long long r, int 
     *j = (int)(p % (unsigned long long)w);
 }
 
+/* Error-driven ray sampling (`fit --error-map F`): every training view cut into tiles of
+ * tile x tile pixels (the last row and column of tiles smaller), numbered view by view,
+ * row-major; a CDF over all tiles (fit_errmap.c keeps it proportional to each tile's
+ * recent squared error times its pixel count). Rays 0..n_map-1 of a batch are drawn from
+ * the CDF, the rest uniformly with vx_fit_pick_pixel: n_map = 0 gives exactly its rays. */
+typedef struct vx_fit_tiles_s {
+    int views, w, h;            /* the training photos */
+    int tile, tx, ty, n;        /* tile edge in pixels, tiles per row and column, views*tx*ty */
+    int n_map;                  /* rays drawn from the CDF */
+    const float *cdf;           /* n + 1 entries rising from cdf[0] = 0 to cdf[n] = 1 */
+} vx_fit_tiles;
+
+/* Training pixel of ray r: for r < n_map a tile t with probability cdf[t+1] - cdf[t] (from
+ * the top 24 bits of the ray's hash), then a pixel uniform inside the tile (from the low 32
+ * bits); otherwise vx_fit_pick_pixel's uniform choice. The host sampler and the device
+ * kernel both call this, so they draw the same rays. */
+VX_HD void vx_fit_pick_pixel_map(const vx_fit_tiles *T, unsigned long long seed, unsigned long long r, int *v, int *i,
+                                 int *j) {
+    if ((long long)r >= (long long)T->n_map) {
+        vx_fit_pick_pixel(seed, r, T->views, T->w, T->h, v, i, j);
+        return;
+    }
+    unsigned long long z = vx_fit_hash(seed, r);
+    float u = (float)(z >> 40) * (1.0f / 16777216.0f);
+    int lo = 0, hi = T->n; /* invariant: cdf[lo] <= u, and cdf[hi] > u or hi == n */
+    while (hi - lo > 1) {
+        int mid = (lo + hi) >> 1;
+        if (T->cdf[mid] <= u) lo = mid;
+        else hi = mid;
+    }
+    int per = T->tx * T->ty, rem = lo % per;
+    int ti = rem / T->tx, tj = rem % T->tx;
+    int th = T->h - ti * T->tile, tw = T->w - tj * T->tile;
+    if (th > T->tile) th = T->tile;
+    if (tw > T->tile) tw = T->tile;
+    unsigned long long q = ((z & 0xffffffffull) * (unsigned long long)(th * tw)) >> 32; /* < th tw */
+    *v = lo / per;
+    *i = ti * T->tile + (int)(q / (unsigned long long)tw);
+    *j = tj * T->tile + (int)(q % (unsigned long long)tw);
+}
+
+/* Tile of pixel (v, i, j) in T's numbering. */
+VX_HD int vx_fit_tile_of(const vx_fit_tiles *T, int v, int i, int j) {
+    return (v * T->ty + i / T->tile) * T->tx + j / T->tile;
+}
+
 /* Occupancy cells c0..c1 (one axis) whose footprint holds lattice index i: cell c covers
  * indices c*b - 1 .. c*b + b (vx_occupancy_build_cpu's one-point margin), n cells. */
 VX_HD void vx_fit_occ_cells(int i, int b, int n, int *c0, int *c1) {

@@ -97,6 +97,7 @@ int vx_fit_box_from_cameras(const vx_camera *cams, int n, double lo[3], double h
 typedef struct {
     const vx_fit_backend_ops *ops;
     vx_fit_backend *b;
+    vx_fit_errmap *map; /* --error-map: where rays are drawn (NULL: uniformly) */
 } vx__trainer;
 
 /* The stage change: prune, then resample to the next stage's lattice: the same box at
@@ -125,7 +126,7 @@ static int vx__step(vx__trainer *t, const vx_fit_config *cfg, double p, float de
     float tvs = p < h->tv_until ? 4096.0f / (float)cfg->batch : 0.0f; /* --tv-until: TV early only */
     vx_fit_step s = {.batch = cfg->batch, .occ_cell = cfg->occ_cell, .ray_seed = ray_seed, .tv_seed = tv_seed,
                      .lr_sigma = h->lr_sigma * decay, .lr_sh = h->lr_sh * decay, .tv_sigma = h->tv_sigma * tvs,
-                     .tv_sh = h->tv_sh * tvs, .hp = h};
+                     .tv_sh = h->tv_sh * tvs, .hp = h, .map = t->map};
     return t->ops->step(t->b, &s, loss);
 }
 
@@ -173,13 +174,19 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
     for (int s = 0; s + 1 < cfg->stages; s++)
         if (!(vx__stage_end(cfg, s) > (s ? vx__stage_end(cfg, s - 1) : 0.0) && vx__stage_end(cfg, s) < 1.0))
             return vx_error("fit: stage ends must rise strictly inside (0, 1)");
-    vx__trainer t = {vx_fit_backend_for(cfg->backend), NULL};
+    vx__trainer t = {vx_fit_backend_for(cfg->backend), NULL, NULL};
+    vx_fit_errmap map;
+    memset(&map, 0, sizeof map);
     double t_start = vx_now(), t_train = 0.0, loss_acc = 0.0;
     double edge0 = fmax(f->box_hi[0] - f->box_lo[0], fmax(f->box_hi[1] - f->box_lo[1], f->box_hi[2] - f->box_lo[2]));
     long long rays = 0;
     int rc = -1;
     f->sparse_fit = !cfg->dense;
     if (!t.ops || t.ops->create(&t.b, f, train, cfg->batch) || t.ops->update_params(t.b, cfg->stop)) goto done;
+    if (cfg->error_map > 0) {
+        if (vx_fit_errmap_init(&map, train, cfg->error_map, cfg->batch)) goto done;
+        t.map = &map;
+    }
     uint64_t rng = cfg->seed * 0x2545F4914F6CDD1Dull + 1;
     int stage = 0, win = 20, it_log = 0;
     double t_log = -1e9;
@@ -222,6 +229,10 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
         int prof = it % 20 == 0;
         t.ops->profile(t.b, prof);
         if (vx__step(&t, cfg, p, decay, ray_seed, tv_seed, &loss)) goto done;
+        if (t.map && it % VX_FIT_ERRMAP_EVERY == 0) { /* the next rays follow the errors seen */
+            if (t.ops->errmap_fetch(t.b, t.map)) goto done;
+            vx_fit_errmap_update(t.map);
+        }
         double dt = vx_now() - t0;
         t_train += dt;
         rays += cfg->batch;
@@ -309,5 +320,6 @@ done:
     st->train_seconds = t_train;
     st->rays_per_s = rays / fmax(t_train, 1e-9);
     if (t.ops) t.ops->destroy(t.b);
+    vx_fit_errmap_free(&map);
     return rc;
 }

@@ -34,6 +34,8 @@ typedef struct {
                                  * VX_BACKEND_CPU (default) or VX_BACKEND_CUDA (CUDA builds) */
     double max_seconds;         /* stop once training (validation excluded) took this long (0: no limit) */
     int time_curve;             /* validate at 15, 30, 60, 120, 300 s of training time */
+    float error_map;            /* share of each batch drawn where the training photos are
+                                 * fitted worst (fit_errmap.h; 0: uniform, the default) */
     int dense;                  /* 1: every stage keeps the whole lattice in memory (the layout
                                  * before bricked training); 0 (default): from the first
                                  * resampling on, only 8^3 bricks holding alive voxels exist */

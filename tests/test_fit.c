@@ -13,6 +13,7 @@
 #include "dataset.h"
 #include "fit.h"
 #include "fit_backend.h"
+#include "fit_errmap.h"
 #include "fit_march.h"
 #include "fit_train.h"
 #include "make_scene.h"
@@ -695,6 +696,165 @@ static void test_sample_batch(void **state) {
         free(d.rgb);
         free(d.cams);
     }
+}
+
+/* A dataset of n random views of w x h random pixels (cameras orbiting the origin). */
+static void random_views(vx_dataset *d, int n, int w, int h) {
+    memset(d, 0, sizeof *d);
+    d->n = n; d->width = w; d->height = h;
+    d->rgb = malloc((size_t)n * w * h * 3 * sizeof(float));
+    d->cams = malloc((size_t)n * sizeof(vx_camera));
+    assert_true(d->rgb && d->cams);
+    for (size_t i = 0; i < (size_t)n * w * h * 3; i++) d->rgb[i] = (float)vx_test_rand();
+    double ctr[3] = {0, 0, 0}, up[3] = {0, 1, 0};
+    for (int v = 0; v < n; v++)
+        assert_int_equal(vx_camera_orbit(&d->cams[v], ctr, vx_test_uniform(0, 360), vx_test_uniform(-60, 60), 3.0, up,
+                                         vx_test_uniform(20, 70), w, h), 0);
+}
+
+/* Error-driven picks: rays past n_map are vx_fit_pick_pixel's; the others fall in the
+ * tiles in proportion to their CDF steps, uniformly inside a tile (the smaller edge tiles
+ * included), and never in a tile of weight 0. */
+static void test_pick_pixel_map(void **state) {
+    (void)state;
+    for (int trial = 0; trial < 6; trial++) {
+        vx_dataset d;
+        random_views(&d, rand_int(1, 4), rand_int(1, 120), rand_int(1, 90));
+        vx_fit_errmap m;
+        int batch = 100000;
+        assert_int_equal(vx_fit_errmap_init(&m, &d, (float)vx_test_uniform(0.2, 0.9), batch), 0);
+        /* random tile weights, a third of them 0 */
+        double *w = malloc((size_t)m.t.n * sizeof(double)), total = 0.0;
+        for (int k = 0; k < m.t.n; k++) total += w[k] = rand_int(0, 2) ? vx_test_uniform(0.1, 5.0) : 0.0;
+        if (!(total > 0)) { w[0] = 1.0; total = 1.0; }
+        double run = 0.0;
+        for (int k = 0; k < m.t.n; k++) { m.cdf[k] = (float)(run / total); run += w[k]; }
+        m.cdf[m.t.n] = 1.0f;
+        long *cnt = calloc((size_t)m.t.n, sizeof(long));
+        uint64_t seed = rand_seed();
+        for (int r = 0; r < batch; r++) {
+            int v, i, j;
+            vx_fit_pick_pixel_map(&m.t, seed, (uint64_t)r, &v, &i, &j);
+            assert_true(v >= 0 && v < d.n && i >= 0 && i < d.height && j >= 0 && j < d.width);
+            if (r >= m.t.n_map) {
+                int v2, i2, j2;
+                vx_fit_pick_pixel(seed, (uint64_t)r, d.n, d.width, d.height, &v2, &i2, &j2);
+                assert_true(v == v2 && i == i2 && j == j2);
+                continue;
+            }
+            int k = vx_fit_tile_of(&m.t, v, i, j);
+            assert_true(k >= 0 && k < m.t.n);
+            if (w[k] == 0.0) { fprintf(stderr, "pick_pixel_map chose tile %d of weight 0\n", k); fail(); }
+            cnt[k]++;
+        }
+        /* counts against the weights: chi-square over tiles with an expectation >= 5 */
+        double x2 = 0.0;
+        int dof = 0;
+        for (int k = 0; k < m.t.n; k++) {
+            double e = m.t.n_map * w[k] / total;
+            if (e < 5.0) continue;
+            x2 += (cnt[k] - e) * (cnt[k] - e) / e;
+            dof++;
+        }
+        fprintf(stderr, "pick_pixel_map: %d tiles of %d px, %d of %d rays from the map, chi-square %.1f over %d tiles\n",
+                m.t.n, m.t.tile, m.t.n_map, batch, x2, dof);
+        assert_true(dof == 0 || x2 < dof + 6.0 * sqrt(2.0 * dof) + 10.0);
+        free(cnt);
+        free(w);
+        vx_fit_errmap_free(&m);
+        vx_dataset_free(&d);
+    }
+    /* inside one tile, pixels are uniform: a map with all weight on the last (partial) tile */
+    vx_dataset d;
+    random_views(&d, 2, 130, 75); /* tiles of 3 px: the last column and row of tiles 1 and 0 px short */
+    vx_fit_errmap m;
+    assert_int_equal(vx_fit_errmap_init(&m, &d, 1.0f, 30000), 0);
+    assert_int_equal(m.t.tile, 3);
+    for (int k = 0; k <= m.t.n; k++) m.cdf[k] = k == m.t.n ? 1.0f : 0.0f;
+    long px[9] = {0};
+    uint64_t seed = rand_seed();
+    int th = 75 - (m.t.ty - 1) * 3, tw = 130 - (m.t.tx - 1) * 3;
+    assert_true(th == 3 && tw == 1);
+    for (int r = 0; r < 30000; r++) {
+        int v, i, j;
+        vx_fit_pick_pixel_map(&m.t, seed, (uint64_t)r, &v, &i, &j);
+        assert_true(v == 1 && i >= 72 && i < 75 && j == 129);
+        px[(i - 72) * tw + (j - 129)]++;
+    }
+    double x2 = chi_square(px, th * tw, 30000);
+    fprintf(stderr, "pick_pixel_map inside a 1x3 tile: chi-square %.1f (2 dof)\n", x2);
+    assert_true(x2 < 20.0);
+    vx_fit_errmap_free(&m);
+    vx_dataset_free(&d);
+}
+
+/* The map's bookkeeping: a ray's error lands in its tile; update makes the mean of the
+ * tiles that had rays their error, keeps the others, and rebuilds a CDF proportional to
+ * (err + 1% of the mean) x tile pixels; the CPU sampler draws its batch from that map. */
+static void test_errmap_update(void **state) {
+    (void)state;
+    vx_dataset d;
+    random_views(&d, 3, 47, 31); /* tiles of 1 px: 47 x 31 per view */
+    vx_fit_errmap m;
+    int batch = 5000;
+    assert_int_equal(vx_fit_errmap_init(&m, &d, 0.5f, batch), 0);
+    assert_int_equal(m.t.tile, 1);
+    assert_int_equal(m.t.n_map, 2500);
+    /* the start: uniform over pixels */
+    for (int k = 0; k <= m.t.n; k++) assert_true(fabs(m.cdf[k] - (double)k / m.t.n) < 1e-6);
+    int version = m.version;
+    float *err = malloc((size_t)batch * sizeof(float));
+    double *sum = calloc((size_t)m.t.n, sizeof(double));
+    int *count = calloc((size_t)m.t.n, sizeof(int));
+    uint64_t seed = rand_seed();
+    for (int r = 0; r < batch; r++) {
+        err[r] = (float)vx_test_uniform(0.0, 0.2);
+        int v, i, j;
+        vx_fit_pick_pixel_map(&m.t, seed, (uint64_t)r, &v, &i, &j);
+        int k = (v * 31 + i) * 47 + j;
+        sum[k] += err[r];
+        count[k]++;
+    }
+    vx_fit_errmap_add_cpu(&m.t, seed, batch, err, m.acc);
+    vx_fit_errmap_update(&m);
+    assert_true(m.version == version + 1);
+    double mean = 0.0;
+    int seen = 0;
+    for (int k = 0; k < m.t.n; k++) {
+        double want = count[k] ? sum[k] / count[k] : 1.0;
+        assert_true(fabs(m.err[k] - want) <= 1e-5 * want + 1e-7);
+        assert_true(m.acc[2 * k] == 0.0f && m.acc[2 * k + 1] == 0.0f);
+        mean += m.err[k];
+        seen += count[k] > 0;
+    }
+    mean /= m.t.n;
+    assert_true(seen > 1000 && seen < m.t.n); /* some tiles had no ray: they kept 1 */
+    double total = 0.0;
+    for (int k = 0; k < m.t.n; k++) total += m.err[k] + 0.01 * mean;
+    for (int k = 0; k < m.t.n; k++) {
+        double step = (double)m.cdf[k + 1] - m.cdf[k], want = (m.err[k] + 0.01 * mean) / total;
+        assert_true(fabs(step - want) <= 1e-6 + 1e-4 * want);
+    }
+    assert_true(m.cdf[m.t.n] == 1.0f);
+    /* the host sampler follows the map */
+    vx_fit_batch b;
+    assert_int_equal(vx_fit_batch_alloc(&b, batch), 0);
+    uint64_t s2 = rand_seed();
+    vx_fit_sample_batch_map(&d, s2, &m.t, &b);
+    for (int r = 0; r < batch; r += 7) {
+        int v, i, j;
+        vx_fit_pick_pixel_map(&m.t, s2, (uint64_t)r, &v, &i, &j);
+        const float *px = vx_dataset_image(&d, v) + 3 * ((size_t)i * d.width + j);
+        for (int c = 0; c < 3; c++) assert_true(b.target[3 * r + c] == px[c]);
+    }
+    /* bad fractions are refused */
+    vx_fit_errmap bad;
+    assert_int_equal(vx_fit_errmap_init(&bad, &d, 0.0f, batch), -1);
+    assert_int_equal(vx_fit_errmap_init(&bad, &d, 1.5f, batch), -1);
+    vx_fit_batch_free(&b);
+    free(err); free(sum); free(count);
+    vx_fit_errmap_free(&m);
+    vx_dataset_free(&d);
 }
 
 /* ---- resampling, alive bounds, cropping --------------------------------------------------------- */
@@ -1543,6 +1703,69 @@ static void test_train_tv_until(void **state) {
     vx_grid_free(&s.grid);
 }
 
+/* --error-map in the training loop: the map follows the photos' errors (after training,
+ * the tiles on the orbs hold more error than the white background around them) and the
+ * run differs from the uniform one only through the rays it drew. */
+static void test_train_error_map(void **state) {
+    (void)state;
+    vx_scene s;
+    vx_dataset train;
+    small_views(&s, &train);
+    vx_fit_config cfg;
+    small_config(&cfg, 48);
+    cfg.error_map = 0.75f;
+    vx_fit_model f;
+    train_small(&cfg, &train, &f);
+    /* the map is the trainer's: rebuild one the same way to check what it learns */
+    vx_fit_errmap m;
+    assert_int_equal(vx_fit_errmap_init(&m, &train, 0.75f, cfg.batch), 0);
+    vx_fit_batch b;
+    assert_int_equal(vx_fit_batch_alloc(&b, 4096), 0);
+    float *rgb = malloc(4096 * 3 * sizeof(float)), *err = malloc(4096 * sizeof(float));
+    uint64_t seed = rand_seed();
+    vx_fit_sample_batch(&train, seed, &b);
+    assert_int_equal(vx_fit_update_params(&f, 1e-4f), 0);
+    assert_int_equal(vx_fit_occupancy_build_cpu(&f, 8), 0);
+    vx_fit_zero_grad_cpu(&f);
+    vx_fit_rays_backward_cpu(&f, &b, rgb);
+    for (int r = 0; r < b.n; r++) {
+        float e = 0.0f;
+        for (int c = 0; c < 3; c++) e += (rgb[3 * r + c] - b.target[3 * r + c]) * (rgb[3 * r + c] - b.target[3 * r + c]);
+        err[r] = e / 3.0f;
+    }
+    vx_fit_tiles uniform = m.t;
+    uniform.n_map = 0;
+    vx_fit_errmap_add_cpu(&uniform, seed, b.n, err, m.acc);
+    vx_fit_errmap_update(&m);
+    double bg = 0.0, fg = 0.0;
+    int nbg = 0, nfg = 0;
+    for (int k = 0; k < m.t.n; k++) {
+        if (m.err[k] == 1.0f) continue; /* no ray */
+        int v = k / (m.t.tx * m.t.ty), rem = k % (m.t.tx * m.t.ty);
+        int i = (rem / m.t.tx) * m.t.tile, j = (rem % m.t.tx) * m.t.tile;
+        const float *px = vx_dataset_image(&train, v) + 3 * ((size_t)i * train.width + j);
+        if (px[0] > 0.999f && px[1] > 0.999f && px[2] > 0.999f) { bg += m.err[k]; nbg++; }
+        else { fg += m.err[k]; nfg++; }
+    }
+    fprintf(stderr, "error map after training: background tiles %.3g (%d), object tiles %.3g (%d)\n", bg / nbg, nbg,
+            fg / nfg, nfg);
+    assert_true(nbg > 10 && nfg > 10 && fg / nfg > 2.0 * bg / nbg);
+    /* the same config without the map trains differently (other rays) but as well */
+    vx_fit_model u;
+    cfg.error_map = 0.0f;
+    train_small(&cfg, &train, &u);
+    double diff = 0.0;
+    for (size_t i = 0; i < vx_fit_storage_voxels(&f) * (size_t)f.nc; i++) diff = fmax(diff, fabs(f.data[i] - u.data[i]));
+    assert_true(diff > 1e-3);
+    free(rgb); free(err);
+    vx_fit_batch_free(&b);
+    vx_fit_errmap_free(&m);
+    vx_fit_model_free(&f);
+    vx_fit_model_free(&u);
+    vx_dataset_free(&train);
+    vx_grid_free(&s.grid);
+}
+
 /* A dataset on disk (16 views of orbs as 8-bit PNGs + transforms_train.json), then
  * `voxray fit` and `voxray eval` on it, plus their usage and input errors. */
 static void test_commands(void **state) {
@@ -1700,6 +1923,7 @@ int main(void) {
         cmocka_unit_test(test_adam),             cmocka_unit_test(test_tv_grad),
         cmocka_unit_test(test_upsample),         cmocka_unit_test(test_prune),
         cmocka_unit_test(test_pick_pixel),       cmocka_unit_test(test_sample_batch),
+        cmocka_unit_test(test_pick_pixel_map),   cmocka_unit_test(test_errmap_update),
         cmocka_unit_test(test_resample),         cmocka_unit_test(test_resample_alive),
         cmocka_unit_test(test_alive_bounds),     cmocka_unit_test(test_crop_box),
         cmocka_unit_test(test_occ_cells),        cmocka_unit_test(test_adam_consumes_grad),
@@ -1707,7 +1931,7 @@ int main(void) {
         cmocka_unit_test(test_write_scene_roundtrip), cmocka_unit_test(test_dataset_good),
         cmocka_unit_test(test_dataset_bad),      cmocka_unit_test(test_metrics),
         cmocka_unit_test(test_end_to_end),       cmocka_unit_test(test_train_regularisers),
-        cmocka_unit_test(test_train_tv_until),
+        cmocka_unit_test(test_train_tv_until),   cmocka_unit_test(test_train_error_map),
         cmocka_unit_test(test_commands),
         cmocka_unit_test(test_cuda_defaults),
     };

@@ -15,7 +15,7 @@ LAYERS = [
                       r"src/dist", r"src/mpi/"]),
     (0, "device API", [r"kernels/cuda_device\.h", r"kernels/device\.cu", r"kernels/common\.cuh"]),
     (3, "renderers, training steps, kernels",
-                     [r"src/render", r"src/volume\.", r"src/fit\.h", r"src/fit_cpu\.c", r"kernels/"]),
+                     [r"src/render", r"src/volume\.", r"src/fit\.h", r"src/fit_cpu\.c", r"src/fit_errmap\.", r"kernels/"]),
     (2, "formats, scenes, datasets, images",
                      [r"src/scene\.", r"src/formats", r"src/npy\.", r"src/tf\.c", r"src/make_scene\.",
                       r"src/dataset\.", r"src/image\.", r"src/frame\.", r"src/sparse\.c", r"src/sparse_build\.c",

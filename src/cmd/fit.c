@@ -57,6 +57,9 @@ static void vx__fit_usage(FILE *o) {
             "  --sparsity W         weight of the Cauchy sparsity loss on density, per ray: W x sum\n"
             "                       over the ray's samples of log(1 + 2 sigma^2) (default 0: off)\n"
             "  --distortion W       weight of the Mip-NeRF 360 distortion loss, per ray (default 0: off)\n"
+            "  --error-map F        draw the share F (0..1) of each batch where the training photos\n"
+            "                       are fitted worst: a map of tiles (1/50 of the photo side) holds\n"
+            "                       each tile's recent squared error (default 0: uniform)\n"
             "  --seed S             random seed (default 1)\n"
             "  --max-seconds S      stop once training (validation excluded) has taken S seconds\n"
             "                       (CUDA without --iters: 300, the recorded run of docs/FIT.md)\n"
@@ -155,7 +158,7 @@ int vx_cmd_fit(int argc, char **argv) {
         static const char *valued[] = {"-o", "--output", "--res", "--iters", "--batch", "--sh-degree", "--val-every",
                                        "--val-views", "--val-split", "--downscale", "--bbox", "--step", "--seed",
                                        "--lr-sigma", "--lr-sh", "--tv-sigma", "--tv-sh", "--tv-until", "--backend", "--max-seconds",
-                                       "--stage-ends", "--sparsity", "--distortion"};
+                                       "--stage-ends", "--sparsity", "--distortion", "--error-map"};
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             if (!strcmp(a, valued[k]) && !need) {
                 snprintf(msg, sizeof msg, "%s needs a value", a);
@@ -183,6 +186,7 @@ int vx_cmd_fit(int argc, char **argv) {
         else if (!strcmp(a, "--tv-until")) { bad = vx_parse_double(a, argv[++i], 0, 1, &dv); cfg.hp.tv_until = (float)dv; }
         else if (!strcmp(a, "--sparsity")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.sparsity = (float)dv; }
         else if (!strcmp(a, "--distortion")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.distortion = (float)dv; }
+        else if (!strcmp(a, "--error-map")) { bad = vx_parse_double(a, argv[++i], 0, 1, &dv); cfg.error_map = (float)dv; }
         else if (!strcmp(a, "--backend")) bad = vx_backend_parse(argv[++i], &backend);
         else if (!strcmp(a, "--max-seconds")) {
             bad = vx_parse_double(a, argv[++i], 0, 1e7, &cfg.max_seconds);

@@ -2,7 +2,8 @@
  * (fit_cpu.c, itself checked against finite differences in tests/test_fit.c) on fresh
  * random problems: ray backward (kernel versions 1 and 2, host batches and rays drawn on
  * the device) with and without occupancy and the ray regularisers, TV, Adam, occupancy from the alive voxels,
- * prune, resample and crop, the validation render, and a short training run on both.
+ * prune, resample and crop, the validation render, error-driven ray sampling (--error-map),
+ * and a short training run on both.
  * Needs a GPU: run by `make test-gpu`. VX_FIT_GPU_QUICK=1 runs fewer trials (sanitizers). */
 #include <math.h>
 #include <setjmp.h>
@@ -19,6 +20,7 @@
 #include "dataset.h"
 #include "fit.h"
 #include "fit_backend.h"
+#include "fit_errmap.h"
 #include "vx_common.h"
 #include "cuda_device.h"
 #include "cuda_fit.h"
@@ -414,6 +416,86 @@ static void test_sampled_rays(void **state) {
     }
 }
 
+/* Error-driven sampling: the device draws the rays vx_fit_sample_batch_map draws on the
+ * host from the same random CDF (same loss and gradient), and its per-tile error sums are
+ * vx_fit_errmap_add_cpu's over the CPU's per-ray errors. */
+static void test_sampled_rays_map(void **state) {
+    (void)state;
+    for (int trial = 0; trial < g_trials / 2 + 1; trial++) {
+        vx_fit_model f, h;
+        random_model(&f, (trial + 1) % 4);
+        make_bricked(&f, trial % 2);
+        vx_dataset d;
+        random_dataset(&f, &d, 2 + trial, 61 + 7 * trial, 43);
+        int n = 4000;
+        vx_fit_errmap m;
+        OK(vx_fit_errmap_init(&m, &d, (float)uni(0.3, 1.0), n));
+        double run = 0.0, total = 0.0;
+        double *w = malloc((size_t)m.t.n * sizeof(double));
+        assert_non_null(w);
+        for (int k = 0; k < m.t.n; k++) total += w[k] = urand() < 0.3 ? 0.0 : uni(0.1, 4.0);
+        if (!(total > 0)) { w[0] = total = 1.0; }
+        for (int k = 0; k < m.t.n; k++) { m.cdf[k] = (float)(run / total); run += w[k]; }
+        m.cdf[m.t.n] = 1.0f;
+        uint64_t seed = vx_splitmix64(&g_state);
+        vx_fit_batch b;
+        OK(vx_fit_batch_alloc(&b, n));
+        vx_fit_sample_batch_map(&d, seed, &m.t, &b);
+        vx_fit_device *g;
+        OK(vx_fit_model_upload_cuda(&g, &f, 16));
+        OK(vx_fit_views_upload_cuda(g, &d));
+        OK(vx_fit_errmap_upload_cuda(g, &m.t, n));
+        OK(vx_fit_update_params_cuda(g, 1e-4f));
+        OK(vx_fit_occupancy_build_cpu(&f, 4));
+        OK(vx_fit_occupancy_build_cuda(g, 4));
+        vx_fit_zero_grad_cpu(&f);
+        OK(vx_fit_zero_grad_cuda(g));
+        float *rgb = malloc((size_t)n * 3 * sizeof(float)), *err = malloc((size_t)n * sizeof(float));
+        float *acc_g = calloc((size_t)m.t.n * 2, sizeof(float));
+        assert_true(rgb && err && acc_g);
+        double lc = vx_fit_rays_backward_cpu(&f, &b, rgb), lg;
+        OK(vx_fit_rays_sampled_cuda(g, n, seed, &lg));
+        print_message("sampled rays from an error map (%d tiles, %d of %d rays): loss CPU %.8f GPU %.8f\n", m.t.n,
+                      m.t.n_map, n, lc, lg);
+        assert_true(fabs(lc - lg) <= 1e-5 * lc + 1e-9);
+        for (int r = 0; r < n; r++) {
+            float e = 0.0f;
+            for (int c = 0; c < 3; c++) e += (rgb[3 * r + c] - b.target[3 * r + c]) * (rgb[3 * r + c] - b.target[3 * r + c]);
+            err[r] = e * (1.0f / 3.0f);
+        }
+        vx_fit_errmap_add_cpu(&m.t, seed, n, err, m.acc);
+        OK(vx_fit_errmap_fetch_cuda(g, acc_g));
+        for (int k = 0; k < m.t.n; k++) {
+            if (acc_g[2 * k + 1] != m.acc[2 * k + 1])
+                fail_msg("tile %d: %g rays on the device, %g on the host", k, acc_g[2 * k + 1], m.acc[2 * k + 1]);
+            /* early termination may flip within rounding: a ray's colour then moves by ~5e-5 */
+            if (fabs(acc_g[2 * k] - m.acc[2 * k]) > 1e-4 * m.acc[2 * k + 1] + 1e-5 * fabs(m.acc[2 * k]))
+                fail_msg("tile %d: error sum %.8g on the device, %.8g on the host", k, acc_g[2 * k], m.acc[2 * k]);
+        }
+        /* fetching cleared the device sums */
+        memset(acc_g, 0, (size_t)m.t.n * 2 * sizeof(float));
+        OK(vx_fit_errmap_fetch_cuda(g, acc_g));
+        for (int k = 0; k < 2 * m.t.n; k++) assert_true(acc_g[k] == 0.0f);
+        memset(&h, 0, sizeof h);
+        OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, f.sh_degree, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
+        OK(vx_fit_model_download_cuda(g, &h));
+        size_t nv = nvox(&f);
+        compare_most(f.grad, h.grad, nv * f.nc, 1e-4, 1e-8, 160, "gradient from error-map rays");
+        /* a CDF of another size is refused; NULL turns the map off again */
+        vx_fit_tiles other = m.t;
+        other.w += 1;
+        assert_int_equal(vx_fit_errmap_upload_cuda(g, &other, n), -1);
+        OK(vx_fit_errmap_upload_cuda(g, NULL, n));
+        free(rgb); free(err); free(acc_g); free(w);
+        vx_fit_model_free_cuda(g);
+        vx_fit_batch_free(&b);
+        vx_fit_errmap_free(&m);
+        vx_dataset_free(&d);
+        vx_fit_model_free(&f);
+        vx_fit_model_free(&h);
+    }
+}
+
 /* The validation render on the device matches the renderer on the CPU. */
 static void test_render(void **state) {
     (void)state;
@@ -502,6 +584,7 @@ int main(void) {
         cmocka_unit_test(test_occupancy_from_alive),
         cmocka_unit_test(test_resample_crop),
         cmocka_unit_test(test_sampled_rays),
+        cmocka_unit_test(test_sampled_rays_map),
         cmocka_unit_test(test_render),
         cmocka_unit_test(test_training_steps),
     };
