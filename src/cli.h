@@ -24,7 +24,6 @@ typedef struct {
     int has_window;
     float window[2];                   /* --window lo,hi (scalar) */
     int shading;                       /* --shading on|off (scalar): -1 the scene's, else 0/1 */
-    int keep_sparse;                   /* 1: vx_cli_load_scene leaves sparse grids sparse (info) */
 } vx_cli_common;
 
 void vx_cli_common_init(vx_cli_common *c);

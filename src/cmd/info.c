@@ -34,7 +34,6 @@ static const char *vx__dec_name(const vx_decoder *d) {
 int vx_cmd_info(int argc, char **argv) {
     vx_cli_common c;
     vx_cli_common_init(&c);
-    c.keep_sparse = 1; /* info reports the sparse storage itself */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             printf("usage: voxray info SCENE [--raw X,Y,Z,DTYPE[,le|be] --spacing sx,sy,sz --volume N]\n"
