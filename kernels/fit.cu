@@ -115,9 +115,12 @@ __global__ void vx_fit_adam_kernel(float *data, float *mom, float *var, float *g
     if (t >= n) return;
     unsigned k = t / (unsigned)ng, q = t - k * (unsigned)ng;
     size_t e = (size_t)active[k] * (size_t)(ng * gw) + (size_t)q * gw;
+    /* lazy: a zero gradient leaves value and moments as they are, so an untouched group
+     * (most of a fine grid in a step) costs one read of its gradient and nothing else */
     if (gw == 4) {
-        float4 x = *(float4 *)(data + e), m = *(float4 *)(mom + e), v = *(float4 *)(var + e);
         float4 gr = *(float4 *)(grad + e);
+        if (lazy && gr.x == 0.0f && gr.y == 0.0f && gr.z == 0.0f && gr.w == 0.0f) return;
+        float4 x = *(float4 *)(data + e), m = *(float4 *)(mom + e), v = *(float4 *)(var + e);
         *(float4 *)(grad + e) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         vx_fit_adam_update(&x.x, &m.x, &v.x, gr.x, q == 0 ? lr_sigma : lr_sh, b1, b2, eps, bc1, bc2, lazy);
         vx_fit_adam_update(&x.y, &m.y, &v.y, gr.y, lr_sh, b1, b2, eps, bc1, bc2, lazy);
@@ -126,6 +129,7 @@ __global__ void vx_fit_adam_kernel(float *data, float *mom, float *var, float *g
         *(float4 *)(data + e) = x; *(float4 *)(mom + e) = m; *(float4 *)(var + e) = v;
     } else {
         float gr = grad[e];
+        if (lazy && gr == 0.0f) return;
         grad[e] = 0.0f;
         vx_fit_adam_update(data + e, mom + e, var + e, gr, q == 0 ? lr_sigma : lr_sh, b1, b2, eps, bc1, bc2, lazy);
     }
