@@ -1818,7 +1818,7 @@ static void test_commands(void **state) {
     snprintf(out, sizeof out, "%s/orbs_fit2", vx_test_tmpdir());
     const char *fit2[] = {"fit", dir, "-o", out, "--res", "8,12", "--stage-ends", "0.3", "--no-crop", "--dense-adam",
                           "--iters", "10", "--batch", "64", "--sh-degree", "1", "--val-every", "0", "--backend", "cpu",
-                          "--sparsity", "0.01", "--distortion", "0.1", NULL};
+                          "--sparsity", "0.01", "--distortion", "0.1", "--error-map", "0.5", NULL};
     assert_int_equal(run_cmd(vx_cmd_fit, fit2), 0);
     assert_int_equal(vx_scene_load(out, &lopts, &back), 0);
     assert_true(back.grid.nx == 12 && back.grid.ny == 12 && back.grid.nz == 12);
@@ -1836,8 +1836,11 @@ static void test_commands(void **state) {
     const char *u11[] = {"fit", dir, "-o", out, "--res", "8,16", "--stage-ends", "1.5", NULL};
     const char *u12[] = {"fit", dir, "-o", out, "--res", "8,16,32", "--stage-ends", "0.5", NULL}; /* one short */
     const char *u13[] = {"fit", dir, "-o", out, "--sparsity", "-1", NULL}, *u14[] = {"fit", dir, "-o", out, "--distortion", NULL};
+    const char *u15[] = {"fit", dir, "-o", out, "--error-map", "1.5", NULL}, *u16[] = {"fit", dir, "-o", out, "--error-map", NULL};
     assert_int_equal(run_cmd(vx_cmd_fit, u13), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u14), 2);
+    assert_int_equal(run_cmd(vx_cmd_fit, u15), 2);
+    assert_int_equal(run_cmd(vx_cmd_fit, u16), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u1), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u2), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u3), 2);
