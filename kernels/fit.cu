@@ -527,7 +527,7 @@ extern "C" int vx_fit_errmap_upload_cuda(vx_fit_device *g, const vx_fit_tiles *t
 }
 
 extern "C" int vx_fit_errmap_fetch_cuda(vx_fit_device *g, float *acc) {
-    if (!g->d_eacc) return 0;
+    if (!g->d_eacc || !g->tiles.n) return 0; /* no map */
     size_t n = (size_t)g->tiles.n * 2;
     float *h = (float *)vx_malloc(n * sizeof(float), "fit error-map sums");
     if (!h) return -1;

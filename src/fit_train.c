@@ -186,6 +186,9 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
     if (cfg->error_map > 0) {
         if (vx_fit_errmap_init(&map, train, cfg->error_map, cfg->batch)) goto done;
         t.map = &map;
+        if (cfg->log_every)
+            fprintf(stderr, "fit: error map: %d tiles of %dx%d pixels, %d of every %d rays drawn from it\n", map.t.n,
+                    map.t.tile, map.t.tile, map.t.n_map, cfg->batch);
     }
     uint64_t rng = cfg->seed * 0x2545F4914F6CDD1Dull + 1;
     int stage = 0, win = 20, it_log = 0;
