@@ -216,11 +216,7 @@ vx_fit_rays_v2_kernel(vx_march_params mp, vx_fit_index L, const float *__restric
         vx_fit_march_t<DEG, true, REG>(mp, L, data, occ, o, d, C, g, grad, wmax, reg, sums);
         if (rgb_out)
             for (int c = 0; c < 3; c++) rgb_out[3 * r + c] = C[c];
-        if (src.ray_err) {
-            float e = 0.0f;
-            for (int c = 0; c < 3; c++) e += (C[c] - tg[c]) * (C[c] - tg[c]);
-            src.ray_err[r] = e * (1.0f / 3.0f);
-        }
+        if (src.ray_err) src.ray_err[r] = vx_fit_ray_error(C, tg);
     }
     /* block sum of the loss, one double atomic per block */
     for (int off = 16; off > 0; off >>= 1) l += __shfl_down_sync(0xffffffffu, l, off);

@@ -49,18 +49,6 @@ static const vx_fit_model *vx__model(const vx_fit_backend *b) { return b->f; }
 static int vx__update_params(vx_fit_backend *b, float stop) { return vx_fit_update_params(b->f, stop); }
 static void vx__track_weights(vx_fit_backend *b, int on) { b->f->track_wmax = on; }
 
-/* Squared error of each ray of the batch (mean over its channels) from the rendered colours. */
-static void vx__ray_errors(const vx_fit_batch *batch, const float *rgb, float *err) {
-    for (int r = 0; r < batch->n; r++) {
-        float e = 0.0f;
-        for (int c = 0; c < 3; c++) {
-            float d = rgb[3 * r + c] - batch->target[3 * r + c];
-            e += d * d;
-        }
-        err[r] = e * (1.0f / 3.0f);
-    }
-}
-
 static int vx__step(vx_fit_backend *b, const vx_fit_step *s, double *loss) {
     if (s->map && !b->rgb) {
         b->rgb = vx_malloc((size_t)b->batch.n * 3 * sizeof(float), "fit ray colours");
@@ -74,7 +62,7 @@ static int vx__step(vx_fit_backend *b, const vx_fit_step *s, double *loss) {
     b->f->reg_distortion = s->hp->distortion;
     *loss = vx_fit_rays_backward_cpu(b->f, &b->batch, s->map ? b->rgb : NULL);
     if (s->map) {
-        vx__ray_errors(&b->batch, b->rgb, b->err);
+        for (int r = 0; r < b->batch.n; r++) b->err[r] = vx_fit_ray_error(b->rgb + 3 * r, b->batch.target + 3 * r);
         vx_fit_errmap_add_cpu(&s->map->t, s->ray_seed, b->batch.n, b->err, s->map->acc);
     }
     if (s->tv_sigma > 0 || s->tv_sh > 0)

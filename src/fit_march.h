@@ -387,6 +387,14 @@ VX_HD float vx_fit_mse_backward(const float *C, const float *target, float scale
     return l * scale;
 }
 
+/* A ray's squared error, the mean over its 3 channels: what the error map of --error-map
+ * accumulates (fit_errmap.h), computed alike by the CPU step and the CUDA kernel. */
+VX_HD float vx_fit_ray_error(const float *C, const float *target) {
+    float l = 0.0f;
+    for (int c = 0; c < 3; c++) l += (C[c] - target[c]) * (C[c] - target[c]);
+    return l * (1.0f / 3.0f);
+}
+
 /* A 64-bit hash of (seed, i) (splitmix64's finaliser): the per-element random numbers
  * both backends draw without sharing a generator's state. */
 VX_HD unsigned long long vx_fit_hash(unsigned long long seed, unsigned long long i) {
