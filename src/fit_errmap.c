@@ -48,7 +48,6 @@ int vx_fit_errmap_init(vx_fit_errmap *m, const vx_dataset *d, float fraction, in
         return vx_error("fit: %d views of %dx%d pixels make too many error-map tiles", d->n, d->width, d->height);
     t->n = t->tx * t->ty * d->n;
     t->n_map = (int)(fraction * (float)batch + 0.5f);
-    m->fraction = fraction;
     m->err = vx_malloc((size_t)t->n * sizeof(float), "fit error map");
     m->acc = vx_calloc((size_t)t->n * 2, sizeof(float), "fit error sums");
     m->cdf = vx_malloc(((size_t)t->n + 1) * sizeof(float), "fit error CDF");

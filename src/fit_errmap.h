@@ -22,7 +22,6 @@ typedef struct {
                          * (1 until a ray does: unseen tiles come first) */
     float *acc;         /* per tile: sum of ray errors and ray count since the last update */
     float *cdf;         /* n + 1 entries */
-    float fraction;     /* share of each batch drawn from the map */
     int version;        /* rises with every new CDF (the CUDA backend uploads on change) */
 } vx_fit_errmap;
 
