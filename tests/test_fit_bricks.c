@@ -172,7 +172,9 @@ static void test_bricked_storage(void **state) {
             assert_int_equal(vx_fit_resample_cpu(&s, lo, hi, res), 0);
             assert_null(d.table);
             assert_int_equal(s.nslots, live_bricks(&d) + 1);
-            compare_lattice(&d, d.data, &s, s.data, d.nc, 1e-6, 0, "resampled parameters");
+            /* interpolation is a convex combination: the inputs' allowance (1e-5, after Adam),
+             * not a tighter one (1e-6 failed for VX_SEED=12054543303: inputs 6.1e-6 apart) */
+            compare_lattice(&d, d.data, &s, s.data, d.nc, 1e-5, 0, "resampled parameters");
         }
         /* the written scenes hold the same grid */
         char dd[512], ds[512], gd[600], gs[600];
