@@ -137,12 +137,25 @@ static void test_bricked_storage(void **state) {
         double ts = vx_fit_tv_backward_cpu(&s, 1e-3f, 2e-3f, 1.0f, 7, 1e-6f);
         assert_true(fabs(td - ts) <= 1e-9 * td);
         compare_lattice(&d, d.grad, &s, s.grad, d.nc, 1e-5, 1, "ray + TV gradient");
-        /* Adam */
+        /* Adam on the same gradient: the sums above agree only up to their order, and Adam's
+         * first step is g / (|g| + eps), which turns a 5e-11 difference in a near-zero
+         * gradient into a 1e-4 step difference (the CI run of f36a8f9: 1.3e-4 at scale 1.9). Given
+         * equal gradients the two storages must step bit for bit alike. */
+        {
+            vx_fit_index Ld, Ls;
+            vx_fit_index_of(&d, &Ld);
+            vx_fit_index_of(&s, &Ls);
+            for (int z = 0; z < d.nz; z++)
+                for (int y = 0; y < d.ny; y++)
+                    for (int x = 0; x < d.nx; x++)
+                        memcpy(s.grad + vx_fit_vid(&Ls, x, y, z) * s.nc, d.grad + vx_fit_vid(&Ld, x, y, z) * d.nc,
+                               (size_t)d.nc * sizeof(float));
+        }
         vx_fit_hparams hp;
         vx_fit_hparams_default(&hp);
         vx_fit_adam_step_cpu(&d, &hp, 0.1f, 0.01f);
         vx_fit_adam_step_cpu(&s, &hp, 0.1f, 0.01f);
-        compare_lattice(&d, d.data, &s, s.data, d.nc, 1e-5, 0, "parameters after Adam");
+        compare_lattice(&d, d.data, &s, s.data, d.nc, 0.0, 0, "parameters after Adam");
         /* occupancy: the same cells */
         assert_int_equal(vx_fit_occupancy_build_cpu(&d, 4), 0);
         assert_int_equal(vx_fit_occupancy_build_cpu(&s, 4), 0);
@@ -158,7 +171,7 @@ static void test_bricked_storage(void **state) {
                     s.wmax[vx_fit_vid(&Ls, x, y, z)] = d.wmax[vx_fit_vid(&Ld, x, y, z)] = (float)vx_test_uniform(0, 2e-3);
         size_t pd = vx_fit_prune_cpu(&d, 1e-3f), ps = vx_fit_prune_cpu(&s, 1e-3f);
         assert_int_equal(pd, ps);
-        compare_lattice(&d, d.data, &s, s.data, d.nc, 1e-5, 0, "pruned parameters");
+        compare_lattice(&d, d.data, &s, s.data, d.nc, 0.0, 0, "pruned parameters");
         int lo_d[3], hi_d[3], lo_s[3], hi_s[3];
         size_t ad = vx_fit_alive_bounds_cpu(&d, lo_d, hi_d), as = vx_fit_alive_bounds_cpu(&s, lo_s, hi_s);
         assert_int_equal(ad, as);
@@ -172,9 +185,8 @@ static void test_bricked_storage(void **state) {
             assert_int_equal(vx_fit_resample_cpu(&s, lo, hi, res), 0);
             assert_null(d.table);
             assert_int_equal(s.nslots, live_bricks(&d) + 1);
-            /* interpolation is a convex combination: the inputs' allowance (1e-5, after Adam),
-             * not a tighter one (1e-6 failed for VX_SEED=12054543303: inputs 6.1e-6 apart) */
-            compare_lattice(&d, d.data, &s, s.data, d.nc, 1e-5, 0, "resampled parameters");
+            /* equal inputs, the same interpolation arithmetic: equal outputs */
+            compare_lattice(&d, d.data, &s, s.data, d.nc, 0.0, 0, "resampled parameters");
         }
         /* the written scenes hold the same grid */
         char dd[512], ds[512], gd[600], gs[600];
