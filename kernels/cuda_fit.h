@@ -35,7 +35,7 @@ int vx_fit_occupancy_build_cuda(vx_fit_device *g, int cell);
 int vx_fit_prune_cuda(vx_fit_device *g, float thresh, size_t *pruned);
 int vx_fit_upsample_cuda(vx_fit_device *g, const int res[3]);
 int vx_fit_resample_cuda(vx_fit_device *g, const double lo[3], const double hi[3], const int res[3]);
-int vx_fit_alive_bounds_cuda(vx_fit_device *g, int lo[3], int hi[3], size_t *alive);
+int vx_fit_alive_mask_cuda(vx_fit_device *g, unsigned char *mask, size_t *alive);
 int vx_fit_update_params_cuda(vx_fit_device *g, float stop);
 /* The device model's metadata (lattice, box, channels, t; host arrays NULL). */
 const vx_fit_model *vx_fit_model_meta_cuda(const vx_fit_device *g);

@@ -34,7 +34,7 @@ struct vx_fit_device {
     float *h_loss;
     double *d_sum;              /* loss / TV term accumulators */
     unsigned long long *d_count;
-    int *d_bounds;              /* alive bounding box: min x,y,z then max x,y,z */
+    int *d_num;                 /* the compaction's selected count */
     float *d_images;            /* training photos (views x h x w x 3) for version 2 */
     vx_camera *d_cams;
     int views, vw, vh;
@@ -166,15 +166,14 @@ __global__ void vx_fit_prune_kernel(float *data, float *mom, float *var, unsigne
     }
 }
 
-__global__ void vx_fit_bounds_kernel(const unsigned *__restrict__ active, size_t n_active, vx_fit_index L, int *bounds) {
+/* The alive mask in lattice order (vx_fit_alive_mask_cpu): one thread per alive voxel. */
+__global__ void vx_fit_mask_kernel(const unsigned *__restrict__ active, size_t n_active, vx_fit_index L,
+                                   unsigned char *mask) {
     size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= n_active) return;
-    int c[3];
-    if (vx_fit_xyz(&L, active[k], &c[0], &c[1], &c[2])) return;
-    for (int a = 0; a < 3; a++) {
-        atomicMin(bounds + a, c[a]);
-        atomicMax(bounds + 3 + a, c[a]);
-    }
+    int x, y, z;
+    if (vx_fit_xyz(&L, active[k], &x, &y, &z)) return;
+    mask[((size_t)z * L.ny + y) * L.nx + x] = 1;
 }
 
 /* Flag the bricks of the new lattice (n) that hold an alive voxel: one thread per new
@@ -263,7 +262,7 @@ static int vx__compact(vx_fit_device *g) {
     size_t nv = vx__nv(&g->m), bytes = 0;
     if (nv > 0x7fffffffull) return vx_error("fit: %zu voxels exceed the compaction's int range", nv);
     thrust::counting_iterator<unsigned> first(0u);
-    int *d_num = (int *)g->d_bounds; /* scratch: bounds are recomputed when needed */
+    int *d_num = g->d_num;
     VX_CUDA_CHECK(cub::DeviceSelect::Flagged(NULL, bytes, first, g->d_alive, g->d_active, d_num, (int)nv));
     void *tmp = NULL;
     if (vx_cuda_alloc(&tmp, bytes, "fit compaction scratch")) return -1;
@@ -281,7 +280,7 @@ extern "C" void vx_fit_model_free_cuda(vx_fit_device *g) {
     if (!g) return;
     vx__free_grid(g);
     vx_cuda_free(g->d_origin); vx_cuda_free(g->d_dir); vx_cuda_free(g->d_target); vx_cuda_free(g->d_rgb);
-    vx_cuda_free(g->d_loss); vx_cuda_free(g->d_count); vx_cuda_free(g->d_sum); vx_cuda_free(g->d_bounds);
+    vx_cuda_free(g->d_loss); vx_cuda_free(g->d_count); vx_cuda_free(g->d_sum); vx_cuda_free(g->d_num);
     vx_cuda_free(g->d_images); vx_cuda_free(g->d_cams); vx_cuda_free(g->d_render);
     vx_cuda_free(g->d_cdf); vx_cuda_free(g->d_eacc);
     free(g->h_loss);
@@ -292,7 +291,7 @@ static int vx__create(vx_fit_device *g, const vx_fit_model *f, int max_batch) {
     size_t nv = vx__nv(f), n = nv * f->nc, nb = (size_t)max_batch;
     if (vx_cuda_alloc((void **)&g->d_count, sizeof(unsigned long long), "fit counter") ||
         vx_cuda_alloc((void **)&g->d_sum, 2 * sizeof(double), "fit sums") ||
-        vx_cuda_alloc((void **)&g->d_bounds, 6 * sizeof(int), "fit bounds") || vx__alloc_grid(g) ||
+        vx_cuda_alloc((void **)&g->d_num, sizeof(int), "fit compaction count") || vx__alloc_grid(g) ||
         vx_cuda_upload(g->d_data, f->data, n * sizeof(float)) ||
         vx_cuda_upload(g->d_m, f->adam_m, n * sizeof(float)) ||
         vx_cuda_upload(g->d_v, f->adam_v, n * sizeof(float)) ||
@@ -648,17 +647,21 @@ extern "C" int vx_fit_prune_cuda(vx_fit_device *g, float thresh, size_t *pruned)
     return 0;
 }
 
-extern "C" int vx_fit_alive_bounds_cuda(vx_fit_device *g, int lo[3], int hi[3], size_t *alive) {
+extern "C" int vx_fit_alive_mask_cuda(vx_fit_device *g, unsigned char *mask, size_t *alive) {
+    size_t bytes = (size_t)g->m.nx * g->m.ny * g->m.nz;
+    unsigned char *d_mask = NULL;
+    int rc = -1;
     *alive = g->n_active;
-    if (!g->n_active) return 0;
-    int init[6] = {2147483647, 2147483647, 2147483647, -1, -1, -1}, b[6];
-    if (vx_cuda_upload(g->d_bounds, init, sizeof init)) return -1;
-    int bs = 256;
-    vx_fit_bounds_kernel<<<vx_ceil_div(g->n_active, bs), bs>>>(g->d_active, g->n_active, vx__index(g), g->d_bounds);
-    VX_LAUNCH_CHECK("vx_fit_bounds_kernel");
-    if (vx_cuda_download(b, g->d_bounds, sizeof b)) return -1;
-    for (int a = 0; a < 3; a++) { lo[a] = b[a]; hi[a] = b[3 + a]; }
-    return 0;
+    if (vx_cuda_alloc((void **)&d_mask, bytes, "fit alive mask") || vx_cuda_zero(d_mask, bytes)) goto done;
+    if (g->n_active) {
+        int bs = 256;
+        vx_fit_mask_kernel<<<vx_ceil_div(g->n_active, bs), bs>>>(g->d_active, g->n_active, vx__index(g), d_mask);
+        if (VX_LAUNCH_STATUS("vx_fit_mask_kernel")) goto done;
+    }
+    rc = vx_cuda_download(mask, d_mask, bytes);
+done:
+    vx_cuda_free(d_mask);
+    return rc;
 }
 
 /* Bricked storage for g's new lattice (already in g->m) with exactly the bricks that hold

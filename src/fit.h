@@ -167,6 +167,20 @@ void vx_fit_resample_map(const vx_fit_model *f, const double lo[3], const double
  * alive (0: lo/hi untouched). */
 size_t vx_fit_alive_bounds_cpu(const vx_fit_model *f, int lo[3], int hi[3]);
 
+/* The alive voxels as a lattice mask: mask[(z*ny + y)*nx + x] is 1 where alive, else 0
+ * (dense or bricked storage alike); returns how many are alive. */
+size_t vx_fit_alive_mask_cpu(const vx_fit_model *f, unsigned char *mask);
+
+/* What the crop keeps: the 26-connected components of the alive voxels in mask (an
+ * n[0] x n[1] x n[2] lattice, `alive` of them set), each kept when it holds at least
+ * keep * alive voxels or is the largest; lo/hi (inclusive) span the kept ones. The stray
+ * voxels this leaves out of the box: *left voxels in *left_parts components (those inside
+ * it stay). keep 0 gives the bounds of every alive voxel. Marks the visited voxels in mask
+ * (2, then 3). Returns 0, or -1 (vx_error) when its queue cannot be allocated. */
+#define VX_FIT_CROP_KEEP 0.01
+int vx_fit_island_bounds(unsigned char *mask, const int n[3], size_t alive, double keep, int lo[3], int hi[3],
+                         size_t *left, size_t *left_parts);
+
 /* The box of the next stage after cropping to alive voxels ilo..ihi (inclusive, of f) with
  * `margin` voxels of f on each side, clipped to f's box, at voxel size `voxel` (world
  * units): res = ceil(extent / voxel) per axis and the box grows about its centre to exactly

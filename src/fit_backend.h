@@ -44,7 +44,9 @@ typedef struct {
      * steps add there directly; the CUDA ones keep their sums on the device). */
     int (*errmap_fetch)(vx_fit_backend *b, vx_fit_errmap *map);
     int (*prune)(vx_fit_backend *b, float thresh, size_t *pruned);
-    int (*alive_bounds)(vx_fit_backend *b, int lo[3], int hi[3], size_t *alive);
+    /* The alive voxels of the current lattice as a mask (vx_fit_alive_mask_cpu: nx*ny*nz
+     * bytes, lattice order) and their count. */
+    int (*alive_mask)(vx_fit_backend *b, unsigned char *mask, size_t *alive);
     size_t (*alive_count)(vx_fit_backend *b);
     int (*resample)(vx_fit_backend *b, const double lo[3], const double hi[3], const int res[3]);
     int (*upsample)(vx_fit_backend *b, const int res[3]);

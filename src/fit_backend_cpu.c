@@ -78,8 +78,8 @@ static int vx__prune(vx_fit_backend *b, float thresh, size_t *pruned) {
     return 0;
 }
 
-static int vx__alive_bounds(vx_fit_backend *b, int lo[3], int hi[3], size_t *alive) {
-    *alive = vx_fit_alive_bounds_cpu(b->f, lo, hi);
+static int vx__alive_mask(vx_fit_backend *b, unsigned char *mask, size_t *alive) {
+    *alive = vx_fit_alive_mask_cpu(b->f, mask);
     return 0;
 }
 
@@ -106,7 +106,7 @@ static size_t vx__mem_in_use(void) { return 0; }
 const vx_fit_backend_ops vx_fit_backend_cpu = {
     .name = "cpu", .on_device = 0,
     .create = vx__create, .destroy = vx__destroy, .model = vx__model, .update_params = vx__update_params,
-    .track_weights = vx__track_weights, .step = vx__step, .errmap_fetch = vx__errmap_fetch, .prune = vx__prune, .alive_bounds = vx__alive_bounds,
+    .track_weights = vx__track_weights, .step = vx__step, .errmap_fetch = vx__errmap_fetch, .prune = vx__prune, .alive_mask = vx__alive_mask,
     .alive_count = vx__alive_count, .resample = vx__resample, .upsample = vx__upsample, .render = vx__render,
     .sync = vx__sync, .profile = vx__profile, .timings = vx__timings, .mem_in_use = vx__mem_in_use,
 };

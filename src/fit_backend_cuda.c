@@ -66,8 +66,8 @@ static int vx__prune(vx_fit_backend *b, float thresh, size_t *pruned) {
     return vx_fit_prune_cuda(b->g, thresh, pruned);
 }
 
-static int vx__alive_bounds(vx_fit_backend *b, int lo[3], int hi[3], size_t *alive) {
-    return vx_fit_alive_bounds_cuda(b->g, lo, hi, alive);
+static int vx__alive_mask(vx_fit_backend *b, unsigned char *mask, size_t *alive) {
+    return vx_fit_alive_mask_cuda(b->g, mask, alive);
 }
 
 static size_t vx__alive_count(vx_fit_backend *b) { return vx_fit_alive_count_cuda(b->g); }
@@ -98,7 +98,7 @@ static int vx__timings(vx_fit_backend *b, double ms[4]) {
 const vx_fit_backend_ops vx_fit_backend_cuda = {
     .name = "cuda", .on_device = 1,
     .create = vx__create, .destroy = vx__destroy, .model = vx__model, .update_params = vx__update_params,
-    .track_weights = vx__track_weights, .step = vx__step, .errmap_fetch = vx__errmap_fetch, .prune = vx__prune, .alive_bounds = vx__alive_bounds,
+    .track_weights = vx__track_weights, .step = vx__step, .errmap_fetch = vx__errmap_fetch, .prune = vx__prune, .alive_mask = vx__alive_mask,
     .alive_count = vx__alive_count, .resample = vx__resample, .upsample = vx__upsample, .render = vx__render,
     .sync = vx__sync, .profile = vx__profile, .timings = vx__timings, .mem_in_use = vx_cuda_mem_in_use,
 };

@@ -450,6 +450,81 @@ size_t vx_fit_alive_bounds_cpu(const vx_fit_model *f, int lo[3], int hi[3]) {
     return count;
 }
 
+size_t vx_fit_alive_mask_cpu(const vx_fit_model *f, unsigned char *mask) {
+    size_t count = 0, nv = vx_fit_storage_voxels(f);
+    memset(mask, 0, (size_t)f->nx * f->ny * f->nz);
+    vx_fit_index L;
+    vx_fit_index_of(f, &L);
+    for (size_t iv = 0; iv < nv; iv++) {
+        int x, y, z;
+        if (!f->alive[iv] || vx_fit_xyz(&L, iv, &x, &y, &z)) continue;
+        mask[((size_t)z * f->ny + y) * f->nx + x] = 1;
+        count++;
+    }
+    return count;
+}
+
+/* One breadth-first pass over the 26-connected component of mask[seed] (== from): marks
+ * its voxels `to`, returns its size and widens lo/hi by its bounds. queue: room for every
+ * alive voxel. */
+static size_t vx__flood(unsigned char *mask, const int n[3], size_t seed, unsigned char from, unsigned char to,
+                        size_t *queue, int lo[3], int hi[3]) {
+    size_t head = 0, tail = 0, sx = (size_t)n[0], sxy = sx * n[1];
+    mask[seed] = to;
+    queue[tail++] = seed;
+    while (head < tail) {
+        size_t v = queue[head++];
+        int p[3] = {(int)(v % sx), (int)(v / sx % n[1]), (int)(v / sxy)};
+        for (int a = 0; a < 3; a++) {
+            if (p[a] < lo[a]) lo[a] = p[a];
+            if (p[a] > hi[a]) hi[a] = p[a];
+        }
+        for (int dz = -1; dz <= 1; dz++)
+            for (int dy = -1; dy <= 1; dy++)
+                for (int dx = -1; dx <= 1; dx++) {
+                    int x = p[0] + dx, y = p[1] + dy, z = p[2] + dz;
+                    if (x < 0 || y < 0 || z < 0 || x >= n[0] || y >= n[1] || z >= n[2]) continue;
+                    size_t u = (size_t)z * sxy + (size_t)y * sx + x;
+                    if (mask[u] != from) continue;
+                    mask[u] = to;
+                    queue[tail++] = u;
+                }
+    }
+    return tail;
+}
+
+int vx_fit_island_bounds(unsigned char *mask, const int n[3], size_t alive, double keep, int lo[3], int hi[3],
+                         size_t *left, size_t *left_parts) {
+    size_t nl = (size_t)n[0] * n[1] * n[2], largest = 0;
+    size_t *queue = vx_malloc((alive ? alive : 1) * sizeof *queue, "fit crop search queue");
+    if (!queue) return -1;
+    /* pass 1 finds the largest component, pass 2 spans the kept ones */
+    for (size_t v = 0; v < nl; v++) {
+        if (mask[v] != 1) continue;
+        int l[3] = {0, 0, 0}, h[3] = {0, 0, 0}; /* unused here */
+        size_t s = vx__flood(mask, n, v, 1, 2, queue, l, h);
+        if (s > largest) largest = s;
+    }
+    *left = *left_parts = 0;
+    for (int a = 0; a < 3; a++) { lo[a] = n[a]; hi[a] = -1; }
+    for (size_t v = 0; v < nl; v++) {
+        if (mask[v] != 2) continue;
+        int l[3] = {n[0], n[1], n[2]}, h[3] = {-1, -1, -1};
+        size_t s = vx__flood(mask, n, v, 2, 3, queue, l, h);
+        if (s < largest && (double)s < keep * (double)alive) {
+            *left += s;
+            (*left_parts)++;
+            continue;
+        }
+        for (int a = 0; a < 3; a++) {
+            if (l[a] < lo[a]) lo[a] = l[a];
+            if (h[a] > hi[a]) hi[a] = h[a];
+        }
+    }
+    free(queue);
+    return 0;
+}
+
 int vx_fit_crop_box(const vx_fit_model *f, const int ilo[3], const int ihi[3], int margin, double voxel,
                     double lo[3], double hi[3], int res[3]) {
     if (!(voxel > 0) || !isfinite(voxel)) return vx_error("fit: crop voxel size %g must be > 0", voxel);

@@ -19,6 +19,8 @@ typedef struct {
     double stage_end[VX_FIT_MAX_STAGES]; /* progress (0..1] at which each stage ends (the last: 1) */
     int crop;                   /* after the first stage, shrink the box to the alive voxels;
                                  * res then counts voxels along the first stage's box edges */
+    double crop_keep;           /* the crop keeps groups of alive voxels holding this share of
+                                 * them (vx_fit_island_bounds; 0: every alive voxel) */
     int iters;                  /* total iterations, split evenly over the stages (the schedule
                                  * follows the fraction of max_seconds instead when that is set) */
     int batch;                  /* rays per iteration */

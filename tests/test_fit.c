@@ -1060,6 +1060,106 @@ static void test_alive_bounds(void **state) {
     }
 }
 
+/* The alive mask marks exactly the alive voxels in lattice order. */
+static void test_alive_mask(void **state) {
+    (void)state;
+    for (int trial = 0; trial < 40; trial++) {
+        vx_fit_model f;
+        int res[3] = {rand_int(1, 12), rand_int(1, 12), rand_int(1, 12)};
+        double lo[3] = {-1, -1, -1}, hi[3] = {1, 1, 1};
+        float bg[3] = {1, 1, 1};
+        assert_int_equal(vx_fit_model_init_cpu(&f, res, 0, lo, hi, 0.5f, 1.0f, bg, 0.1f), 0);
+        double p = (double[]){0.002, 0.02, 0.3, 1.0}[trial % 4];
+        size_t nv = (size_t)res[0] * res[1] * res[2];
+        for (size_t iv = 0; iv < nv; iv++) f.alive[iv] = vx_test_rand() < p;
+        unsigned char mask[1728];
+        int blo[3], bhi[3];
+        memset(mask, 7, sizeof mask);
+        assert_int_equal(vx_fit_alive_mask_cpu(&f, mask), vx_fit_alive_bounds_cpu(&f, blo, bhi));
+        assert_memory_equal(mask, f.alive, nv); /* dense storage is lattice order */
+        vx_fit_model_free(&f);
+    }
+}
+
+/* A reference labelling: union-find over the 26-neighbour pairs, then the kept components'
+ * bounds and the left-out voxels, compared with vx_fit_island_bounds (breadth-first). */
+static int uf_find(int *par, int i) {
+    while (par[i] != i) i = par[i] = par[par[i]];
+    return i;
+}
+
+static void test_island_bounds(void **state) {
+    (void)state;
+    /* a hand case: a 6^3 object, one stray voxel touching it diagonally (kept: connected),
+     * one two voxels away (left out) and a pair in the far corner (left out) */
+    {
+        int n[3] = {16, 16, 16}, lo[3], hi[3];
+        unsigned char m[4096] = {0};
+        size_t left, parts, alive = 216 + 4;
+#define AT(x, y, z) m[((z) * 16 + (y)) * 16 + (x)]
+        for (int z = 5; z < 11; z++)
+            for (int y = 5; y < 11; y++)
+                for (int x = 5; x < 11; x++) AT(x, y, z) = 1;
+        AT(11, 11, 11) = 1;
+        AT(5, 5, 2) = 1;
+        AT(15, 15, 15) = AT(14, 15, 15) = 1;
+        assert_int_equal(vx_fit_island_bounds(m, n, alive, 0.01, lo, hi, &left, &parts), 0);
+        for (int a = 0; a < 3; a++) { assert_int_equal(lo[a], 5); assert_int_equal(hi[a], 11); }
+        assert_int_equal(left, 3);
+        assert_int_equal(parts, 2);
+        /* keep 0: every voxel */
+        for (int i = 0; i < 4096; i++) m[i] = m[i] ? 1 : 0;
+        assert_int_equal(vx_fit_island_bounds(m, n, alive, 0.0, lo, hi, &left, &parts), 0);
+        assert_int_equal(lo[2], 2); assert_int_equal(hi[0], 15); assert_int_equal(left, 0);
+        /* keep 1: the largest only */
+        for (int i = 0; i < 4096; i++) m[i] = m[i] ? 1 : 0;
+        assert_int_equal(vx_fit_island_bounds(m, n, alive, 1.0, lo, hi, &left, &parts), 0);
+        assert_int_equal(lo[2], 5); assert_int_equal(hi[0], 11); assert_int_equal(left, 3);
+#undef AT
+    }
+    for (int trial = 0; trial < 200; trial++) {
+        int n[3] = {rand_int(1, 14), rand_int(1, 14), rand_int(1, 14)}, lo[3], hi[3];
+        int nl = n[0] * n[1] * n[2];
+        unsigned char m[2744];
+        int par[2744];
+        double p = (double[]){0.02, 0.08, 0.15, 0.3}[trial % 4]; /* around the percolation threshold */
+        size_t alive = 0;
+        for (int i = 0; i < nl; i++) { m[i] = vx_test_rand() < p; alive += m[i]; par[i] = i; }
+        if (!alive) { m[0] = 1; alive = 1; }
+        for (int i = 0; i < nl; i++) {
+            if (!m[i]) continue;
+            int x = i % n[0], y = i / n[0] % n[1], z = i / n[0] / n[1];
+            for (int dz = -1; dz <= 1; dz++)
+                for (int dy = -1; dy <= 1; dy++)
+                    for (int dx = -1; dx <= 1; dx++) {
+                        int u = x + dx, v = y + dy, w = z + dz;
+                        if (u < 0 || v < 0 || w < 0 || u >= n[0] || v >= n[1] || w >= n[2]) continue;
+                        int j = (w * n[1] + v) * n[0] + u;
+                        if (m[j]) par[uf_find(par, i)] = uf_find(par, j);
+                    }
+        }
+        size_t size[2744] = {0}, largest = 0;
+        for (int i = 0; i < nl; i++) if (m[i]) size[uf_find(par, i)]++;
+        for (int i = 0; i < nl; i++) largest = size[i] > largest ? size[i] : largest;
+        double keep = (double[]){0.0, 0.01, 0.05, 0.2, 1.0}[trial % 5];
+        int wlo[3] = {n[0], n[1], n[2]}, whi[3] = {-1, -1, -1};
+        size_t wleft = 0, wparts = 0;
+        for (int i = 0; i < nl; i++) {
+            if (!m[i]) continue;
+            size_t s = size[uf_find(par, i)];
+            if (s < largest && (double)s < keep * (double)alive) { wleft++; wparts += uf_find(par, i) == i; continue; }
+            int q[3] = {i % n[0], i / n[0] % n[1], i / n[0] / n[1]};
+            for (int a = 0; a < 3; a++) { wlo[a] = q[a] < wlo[a] ? q[a] : wlo[a]; whi[a] = q[a] > whi[a] ? q[a] : whi[a]; }
+        }
+        size_t left, parts;
+        assert_int_equal(vx_fit_island_bounds(m, n, alive, keep, lo, hi, &left, &parts), 0);
+        assert_memory_equal(lo, wlo, sizeof lo);
+        assert_memory_equal(hi, whi, sizeof hi);
+        assert_int_equal(left, wleft);
+        assert_int_equal(parts, wparts);
+    }
+}
+
 static void test_crop_box(void **state) {
     (void)state;
     for (int trial = 0; trial < 200; trial++) {
@@ -1841,6 +1941,9 @@ static void test_commands(void **state) {
     assert_int_equal(run_cmd(vx_cmd_fit, u14), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u15), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u16), 2);
+    const char *u17[] = {"fit", dir, "-o", out, "--crop-keep", "-0.1", NULL}, *u18[] = {"fit", dir, "-o", out, "--crop-keep", NULL};
+    assert_int_equal(run_cmd(vx_cmd_fit, u17), 2);
+    assert_int_equal(run_cmd(vx_cmd_fit, u18), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u1), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u2), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u3), 2);
@@ -1928,7 +2031,7 @@ int main(void) {
         cmocka_unit_test(test_pick_pixel),       cmocka_unit_test(test_sample_batch),
         cmocka_unit_test(test_pick_pixel_map),   cmocka_unit_test(test_errmap_update),
         cmocka_unit_test(test_resample),         cmocka_unit_test(test_resample_alive),
-        cmocka_unit_test(test_alive_bounds),     cmocka_unit_test(test_crop_box),
+        cmocka_unit_test(test_alive_bounds), cmocka_unit_test(test_alive_mask), cmocka_unit_test(test_island_bounds),     cmocka_unit_test(test_crop_box),
         cmocka_unit_test(test_occ_cells),        cmocka_unit_test(test_adam_consumes_grad),
         cmocka_unit_test(test_track_wmax),
         cmocka_unit_test(test_write_scene_roundtrip), cmocka_unit_test(test_dataset_good),

@@ -176,6 +176,14 @@ static void test_bricked_storage(void **state) {
         size_t ad = vx_fit_alive_bounds_cpu(&d, lo_d, hi_d), as = vx_fit_alive_bounds_cpu(&s, lo_s, hi_s);
         assert_int_equal(ad, as);
         if (ad) { assert_memory_equal(lo_d, lo_s, sizeof lo_d); assert_memory_equal(hi_d, hi_s, sizeof hi_d); }
+        {
+            size_t nl = (size_t)d.nx * d.ny * d.nz;
+            unsigned char *md = malloc(nl), *ms = malloc(nl);
+            assert_int_equal(vx_fit_alive_mask_cpu(&d, md), ad);
+            assert_int_equal(vx_fit_alive_mask_cpu(&s, ms), ad);
+            assert_memory_equal(md, ms, nl);
+            free(md); free(ms);
+        }
         /* resampling to a finer cropped lattice: dense stays dense, bricked keeps only live bricks */
         double lo[3], hi[3];
         int res[3];

@@ -33,6 +33,8 @@ static void vx__fit_usage(FILE *o) {
             "  --stage-ends P1[,..] progress fractions at which each stage but the last ends\n"
             "                       (default: equal shares; CUDA without --res: 0.1,0.3)\n"
             "  --no-crop            keep the whole box in every stage\n"
+            "  --crop-keep F        the crop keeps each connected group of alive voxels holding at\n"
+            "                       least the share F of them (default 0.01; 0: keep every voxel)\n"
             "  --write sparse-half|sparse|dense  the written grid: bricks in float16 (default),\n"
             "                       bricks in float32, or the whole box as float32 grid.npy\n"
             "  --dense-train        keep the whole lattice in memory in every stage (default:\n"
@@ -158,7 +160,7 @@ int vx_cmd_fit(int argc, char **argv) {
         static const char *valued[] = {"-o", "--output", "--res", "--iters", "--batch", "--sh-degree", "--val-every",
                                        "--val-views", "--val-split", "--downscale", "--bbox", "--step", "--seed",
                                        "--lr-sigma", "--lr-sh", "--tv-sigma", "--tv-sh", "--tv-until", "--backend", "--max-seconds",
-                                       "--stage-ends", "--sparsity", "--distortion", "--error-map"};
+                                       "--stage-ends", "--sparsity", "--distortion", "--error-map", "--crop-keep"};
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             if (!strcmp(a, valued[k]) && !need) {
                 snprintf(msg, sizeof msg, "%s needs a value", a);
@@ -194,6 +196,7 @@ int vx_cmd_fit(int argc, char **argv) {
         }
         else if (!strcmp(a, "--time-curve")) cfg.time_curve = 1;
         else if (!strcmp(a, "--no-crop")) cfg.crop = 0;
+        else if (!strcmp(a, "--crop-keep")) bad = vx_parse_double(a, argv[++i], 0, 1, &cfg.crop_keep);
         else if (!strcmp(a, "--write")) {
             if (i + 1 >= argc) return vx_cli_usage_error("fit", "--write needs sparse-half, sparse or dense");
             const char *w = argv[++i];
