@@ -443,7 +443,7 @@ static void test_sampled_rays_map(void **state) {
         OK(vx_fit_batch_alloc(&b, n));
         vx_fit_sample_batch_map(&d, seed, &m.t, &b);
         vx_fit_device *g;
-        OK(vx_fit_model_upload_cuda(&g, &f, 16));
+        OK(vx_fit_model_upload_cuda(&g, &f, n));
         OK(vx_fit_views_upload_cuda(g, &d));
         OK(vx_fit_errmap_upload_cuda(g, &m.t, n));
         OK(vx_fit_update_params_cuda(g, 1e-4f));
