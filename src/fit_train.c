@@ -41,6 +41,12 @@ void vx_fit_config_cuda_defaults(vx_fit_config *c, unsigned set) {
             c->stage_end[1] = 0.3;
         }
     }
+    int coarsest = c->res[0][0];
+    for (int a = 1; a < 3; a++) coarsest = c->res[0][a] < coarsest ? c->res[0][a] : coarsest;
+    if (!(set & VX_FIT_SET_TV) && coarsest >= 128) {
+        c->hp.tv_sigma = c->hp.tv_sh = 1e-7f;
+        c->hp.tv_until = 0.3f;
+    }
     if (!(set & VX_FIT_SET_BATCH)) c->batch = 65536;
     if (!(set & VX_FIT_SET_ITERS)) {
         c->iters = 100000000; /* the clock ends the run */

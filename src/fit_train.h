@@ -48,12 +48,16 @@ void vx_fit_config_default(vx_fit_config *c);
 /* Options the command line set, for vx_fit_config_cuda_defaults. */
 enum {
     VX_FIT_SET_RES = 1, VX_FIT_SET_STAGE_ENDS = 2, VX_FIT_SET_ITERS = 4, VX_FIT_SET_BATCH = 8,
-    VX_FIT_SET_MAX_SECONDS = 16, VX_FIT_SET_VAL_EVERY = 32
+    VX_FIT_SET_MAX_SECONDS = 16, VX_FIT_SET_VAL_EVERY = 32,
+    VX_FIT_SET_TV = 64 /* any of --tv-sigma, --tv-sh, --tv-until */
 };
 /* A CUDA run's defaults for every option not in `set` (VX_FIT_SET_* bits): the recorded
- * mic schedule of docs/FIT.md: 128,256,512 ending at 0.1 and 0.3, 65536 rays a step,
+ * schedule of docs/FIT.md: 128,256,512 ending at 0.1 and 0.3, 65536 rays a step,
  * 5 minutes of training (or --iters alone, without a time limit), validation renders
- * every 10000 steps. The CPU defaults stay those of vx_fit_config_default. */
+ * every 10000 steps, and TV 1e-7 on density and SH until progress 0.3 ("TV early": +0.9 dB
+ * on lego, +1.2 dB on mic at 60 s on the H200) when the first stage is at least 128 voxels
+ * along every edge: at a 16^3 first stage TV early erased mic's thin cable for good
+ * (docs/FIT.md, session 8). The CPU defaults stay those of vx_fit_config_default. */
 void vx_fit_config_cuda_defaults(vx_fit_config *c, unsigned set);
 
 typedef struct {

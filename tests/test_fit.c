@@ -1974,7 +1974,16 @@ static void test_cuda_defaults(void **state) {
     assert_true(c.iters >= 10000000);
     assert_int_equal(c.val_every, 10000);
     assert_int_equal(c.crop, d.crop);
-    assert_true(c.hp.lr_sigma == d.hp.lr_sigma && c.hp.tv_sigma == d.hp.tv_sigma);
+    assert_true(c.hp.lr_sigma == d.hp.lr_sigma);
+    assert_true(d.hp.tv_sigma == 0 && d.hp.tv_sh == 0); /* the CPU default: no TV */
+    assert_true(c.hp.tv_sigma == 1e-7f && c.hp.tv_sh == 1e-7f && c.hp.tv_until == 0.3f); /* TV early */
+    assert_true(c.hp.tv_until == (float)c.stage_end[1]); /* the two coarse stages exactly */
+
+    /* any TV option given: the three stay the user's (here TV off by --tv-sigma 0 alone) */
+    c = d;
+    vx_fit_config_cuda_defaults(&c, VX_FIT_SET_TV);
+    assert_int_equal(c.stages, 3);
+    assert_true(c.hp.tv_sigma == 0 && c.hp.tv_sh == 0 && c.hp.tv_until == d.hp.tv_until);
 
     /* what was given stays: resolutions (and their equal shares), batch, iterations
      * (then no clock), validation */
@@ -1992,6 +2001,13 @@ static void test_cuda_defaults(void **state) {
     assert_int_equal(c.iters, 7);
     assert_true(c.max_seconds == 0);
     assert_int_equal(c.val_every, 3);
+    assert_true(c.res[0][0] == 128 && c.hp.tv_sigma == 1e-7f); /* a given first stage of 128: TV early */
+
+    /* a coarser first stage on any axis: no TV early (it erased mic's cable at 16^3) */
+    c = d;
+    c.res[0][2] = 127;
+    vx_fit_config_cuda_defaults(&c, VX_FIT_SET_RES);
+    assert_true(c.hp.tv_sigma == 0 && c.hp.tv_sh == 0 && c.hp.tv_until == d.hp.tv_until);
 
     /* a time budget alone: no iteration limit, the given clock */
     c = d;

@@ -53,7 +53,8 @@ static void vx__fit_usage(FILE *o) {
             "  --bbox x0,y0,z0,x1,y1,z1  world box (default: from the cameras)\n"
             "  --step S             segment length in voxels (default 0.5)\n"
             "  --lr-sigma A --lr-sh B    Adam step sizes (default 0.5, 0.02)\n"
-            "  --tv-sigma A --tv-sh B    total-variation weights per 4096 rays of batch (default 0: off)\n"
+            "  --tv-sigma A --tv-sh B    total-variation weights per 4096 rays of batch (default 0: off;\n"
+            "                       CUDA, first stage >= 128: 1e-7, 1e-7 with --tv-until 0.3)\n"
             "  --tv-until P         apply TV only before training progress P, 0..1 (default 1:\n"
             "                       throughout; e.g. 0.3: the coarse stages only)\n"
             "  --sparsity W         weight of the Cauchy sparsity loss on density, per ray: W x sum\n"
@@ -134,6 +135,8 @@ static void vx__print_cuda_defaults(const vx_fit_config *c, unsigned set) {
         if (!(set & VX_FIT_SET_STAGE_ENDS))
             for (int s = 0; s + 1 < c->stages; s++) VX__ADD("%s%g", s ? "," : " --stage-ends ", c->stage_end[s]);
     }
+    if (!(set & VX_FIT_SET_TV) && c->hp.tv_sigma > 0)
+        VX__ADD(" --tv-sigma %g --tv-sh %g --tv-until %g", c->hp.tv_sigma, c->hp.tv_sh, c->hp.tv_until);
     if (!(set & VX_FIT_SET_BATCH)) VX__ADD(" --batch %d", c->batch);
     if (!(set & VX_FIT_SET_ITERS)) VX__ADD(" (no iteration limit)");
     if (!(set & (VX_FIT_SET_ITERS | VX_FIT_SET_MAX_SECONDS))) VX__ADD(" --max-seconds %g", c->max_seconds);
@@ -183,9 +186,9 @@ int vx_cmd_fit(int argc, char **argv) {
         else if (!strcmp(a, "--seed")) { bad = vx_parse_int(a, argv[++i], 0, 2147483647, &seed); cfg.seed = (uint64_t)seed; }
         else if (!strcmp(a, "--lr-sigma")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_sigma = (float)dv; }
         else if (!strcmp(a, "--lr-sh")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_sh = (float)dv; }
-        else if (!strcmp(a, "--tv-sigma")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.tv_sigma = (float)dv; }
-        else if (!strcmp(a, "--tv-sh")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.tv_sh = (float)dv; }
-        else if (!strcmp(a, "--tv-until")) { bad = vx_parse_double(a, argv[++i], 0, 1, &dv); cfg.hp.tv_until = (float)dv; }
+        else if (!strcmp(a, "--tv-sigma")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.tv_sigma = (float)dv; set |= VX_FIT_SET_TV; }
+        else if (!strcmp(a, "--tv-sh")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.tv_sh = (float)dv; set |= VX_FIT_SET_TV; }
+        else if (!strcmp(a, "--tv-until")) { bad = vx_parse_double(a, argv[++i], 0, 1, &dv); cfg.hp.tv_until = (float)dv; set |= VX_FIT_SET_TV; }
         else if (!strcmp(a, "--sparsity")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.sparsity = (float)dv; }
         else if (!strcmp(a, "--distortion")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.distortion = (float)dv; }
         else if (!strcmp(a, "--error-map")) { bad = vx_parse_double(a, argv[++i], 0, 1, &dv); cfg.error_map = (float)dv; }
