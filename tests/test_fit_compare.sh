@@ -1,0 +1,56 @@
+#!/bin/sh
+# test_fit_compare.sh - tools/fit_compare.sh on two short CPU fits of mic and one variant that
+# fails: each row reports what its own log says (mean, worst view, last stage, file size),
+# the failed one names why, the other runs still happen, and the exit status says one failed.
+# Run by tests/run_tests.sh (VOXRAY set); prints "fit-compare: N passed, N failed".
+VOXRAY=${VOXRAY:-build/voxray}
+export VOXRAY
+MIC=${VX_MIC:-../shared/data/nerf_synthetic_mic}
+T=$(mktemp -d /tmp/voxray-fitcmp-XXXXXX)
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+finish() {
+    rm -rf "$T"
+    echo "fit-compare: $pass passed, $fail failed"
+    [ "$fail" -eq 0 ]
+    exit $?
+}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+
+# usage errors come before any fit
+sh tools/fit_compare.sh "$MIC" "$T/u" novalue >/dev/null 2>&1
+[ $? -eq 2 ] && ok || bad "a variant without '=' must exit 2"
+sh tools/fit_compare.sh "$MIC" "$T/u" "a b=" >/dev/null 2>&1
+[ $? -eq 2 ] && ok || bad "a variant name with a space must exit 2"
+[ ! -e "$T/u/summary.md" ] && ok || bad "a usage error must not start the runs"
+
+if [ ! -f "$MIC/transforms_train.json" ]; then
+    echo "skipped: fit_compare.sh runs: $MIC/transforms_train.json not found (../shared/data absent; set VX_MIC)"
+    finish
+fi
+export FIT_ARGS="--backend cpu --downscale 8 --res 24,40 --iters 60 --batch 2048 --val-every 0 --seed 3"
+sh tools/fit_compare.sh "$MIC" "$T/o" plain= broken="--res 1,x" tv="--tv-sigma 1e-7 --tv-until 0.5" >"$T/out" 2>&1
+[ $? -eq 1 ] && ok || bad "one failed variant must make the exit status 1"
+cmp -s "$T/out" "$T/o/summary.md" && ok || bad "the printed table is not summary.md"
+[ "$(grep -c '^| ' "$T/o/summary.md")" -eq 5 ] && ok || bad "want a header, a rule and 3 rows: $(cat "$T/o/summary.md")"
+grep -q '^| broken | --res 1,x | failed (exit 2): .*--res' "$T/o/summary.md" && ok || bad "the failed row must name the error"
+
+for v in plain tv; do
+    log=$T/o/$v.log
+    row=$(grep "^| $v |" "$T/o/summary.md")
+    [ -f "$T/o/$v/scene.json" ] && ok || bad "$v: no scene written (the failed variant before it stopped the runs?)"
+    mean=$(awk '$1 == "mean" { print $2 " / " $3 }' "$log")
+    [ -n "$mean" ] && echo "$row" | grep -qF "| $mean |" && ok || bad "$v: row '$row' lacks the log's mean '$mean'"
+    worst=$(awk '$1 ~ /\.png$/ && NF == 3 { print $2, $1 }' "$log" | sort -n | head -n 1 |
+        awk '{ n = split($2, p, "/"); sub(/\.png$/, "", p[n]); printf "%s %.1f", p[n], $1 }')
+    [ -n "$worst" ] && echo "$row" | grep -qF "| $worst, " && ok || bad "$v: row '$row' does not start its worst views with '$worst'"
+    last=$(grep '^fit: *stage 2 ' "$log" | awk '{ print $4 ", " $5 }')
+    [ -n "$last" ] && echo "$row" | grep -qF "| $last, " && ok || bad "$v: row '$row' lacks the last stage '$last'"
+    echo "$row" | grep -qE '\| [0-9.]+ [KMG]?B \| [0-9]+ s \|$' && ok || bad "$v: row '$row' lacks the file size and wall time"
+done
+# the two runs differ (TV changes the model), so the rows are not one parse repeated
+[ "$(grep '^| plain |' "$T/o/summary.md" | cut -d'|' -f5)" != "$(grep '^| tv |' "$T/o/summary.md" | cut -d'|' -f5)" ] &&
+    ok || bad "plain and tv report the same mean"
+finish
