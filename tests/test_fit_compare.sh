@@ -7,10 +7,7 @@ VOXRAY=${VOXRAY:-build/voxray}
 export VOXRAY
 MIC=${VX_MIC:-../shared/data/nerf_synthetic_mic}
 T=$(mktemp -d /tmp/voxray-fitcmp-XXXXXX)
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. tests/cli_expect.sh
 finish() {
     rm -rf "$T"
     echo "fit-compare: $pass passed, $fail failed"
@@ -19,11 +16,10 @@ finish() {
 }
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 
-# usage errors come before any fit
-sh tools/fit_compare.sh "$MIC" "$T/u" novalue >/dev/null 2>&1
-[ $? -eq 2 ] && ok || bad "a variant without '=' must exit 2"
-sh tools/fit_compare.sh "$MIC" "$T/u" "a b=" >/dev/null 2>&1
-[ $? -eq 2 ] && ok || bad "a variant name with a space must exit 2"
+# usage errors: one line, exit 2, before any fit
+expect 2 "'novalue' is not NAME=ARGS" -- sh tools/fit_compare.sh "$MIC" "$T/u" novalue
+expect 2 "variant name 'a b' must be" -- sh tools/fit_compare.sh "$MIC" "$T/u" "a b="
+expect 2 "usage:" -- sh tools/fit_compare.sh "$MIC" "$T/u"
 [ ! -e "$T/u/summary.md" ] && ok || bad "a usage error must not start the runs"
 
 if [ ! -f "$MIC/transforms_train.json" ]; then

@@ -16,7 +16,7 @@ VOXRAY=${VOXRAY:-build/voxray}
 for v in "$@"; do
     case "$v" in
     *=*) name=${v%%=*} ;;
-    *) echo "fit_compare.sh: '$v' is not NAME=ARGS" >&2; usage ;;
+    *) echo "fit_compare.sh: '$v' is not NAME=ARGS (ARGS may be empty: '$v=')" >&2; exit 2 ;;
     esac
     case "$name" in
     "" | *[!A-Za-z0-9_.-]*) echo "fit_compare.sh: variant name '$name' must be letters, digits, '.', '_' or '-'" >&2; exit 2 ;;
