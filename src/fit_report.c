@@ -2,6 +2,7 @@
  * photo|render pair images of `voxray fit` and `voxray eval`. */
 #include "fit_report.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,17 +24,27 @@ int vx_fit_write_pair(const char *path, const float *photo, const vx_frame *r) {
     return rc;
 }
 
+double vx_fit_view_elevation(const vx_camera *c) {
+    double x = c->c2w[3], y = c->c2w[7], z = c->c2w[11];
+    return atan2(z, sqrt(x * x + y * y)) * (180.0 / 3.14159265358979323846);
+}
+
 int vx_fit_report(const char *title, const vx_dataset *d, vx_fit_render_fn fn, void *ctx, const char *save_dir,
                   double *mean_psnr, double *mean_ssim) {
-    double sp = 0.0, ss = 0.0;
-    printf("%s\n  %-32s %9s %7s\n", title, "view", "PSNR dB", "SSIM");
+    double sp = 0.0, ss = 0.0, pw = INFINITY, pl = 0.0, el = INFINITY;
+    int vw = 0, vl = 0; /* the worst view, the lowest camera */
+    if (d->n < 1) return vx_error("%s: no views to score", title);
+    printf("%s\n  %-32s %9s %7s %6s\n", title, "view", "PSNR dB", "SSIM", "elev");
     for (int v = 0; v < d->n; v++) {
         vx_frame fr;
         if (fn(ctx, d, v, &fr)) return -1;
         const float *photo = vx_dataset_image(d, v);
         double p = vx_psnr(fr.rgb, photo, (size_t)d->width * d->height * 3);
         double s = vx_ssim(fr.rgb, photo, d->width, d->height, 3);
-        printf("  %-32s %9.3f %7.4f\n", d->names[v], p, s);
+        double e = vx_fit_view_elevation(&d->cams[v]);
+        printf("  %-32s %9.3f %7.4f %6.1f\n", d->names[v], p, s, e);
+        if (p < pw) { pw = p; vw = v; }
+        if (e < el) { el = e; pl = p; vl = v; }
         sp += p;
         ss += s;
         int rc = 0;
@@ -49,6 +60,9 @@ int vx_fit_report(const char *title, const vx_dataset *d, vx_fit_render_fn fn, v
     *mean_psnr = sp / d->n;
     *mean_ssim = ss / d->n;
     printf("  %-32s %9.3f %7.4f\n", "mean", *mean_psnr, *mean_ssim);
+    /* where held-out views fail first: the views least like the training photos */
+    printf("  worst view %s (%.3f dB, elev %.1f); lowest camera %s (%.3f dB, elev %.1f)\n", d->names[vw], pw,
+           vx_fit_view_elevation(&d->cams[vw]), d->names[vl], pl, el);
     return 0;
 }
 

@@ -13,8 +13,13 @@ int vx_fit_write_pair(const char *path, const float *photo, const vx_frame *r);
 /* Renders view v of d into fr (allocated by the callee); 0 or -1. */
 typedef int (*vx_fit_render_fn)(void *ctx, const vx_dataset *d, int v, vx_frame *fr);
 
-/* PSNR/SSIM of every view of d rendered by fn, printed on stdout under `title` as a
- * table with the mean; photo|render pairs go to save_dir/final_NNN.png when save_dir. */
+/* Elevation of the camera's eye above the z = 0 plane seen from the origin, in degrees
+ * (z is up in the NeRF synthetic scenes): low views are the ones no training photo resembles. */
+double vx_fit_view_elevation(const vx_camera *c);
+
+/* PSNR/SSIM and camera elevation of every view of d rendered by fn, printed on stdout under
+ * `title` as a table with the mean and a line naming the worst view and the lowest camera;
+ * photo|render pairs go to save_dir/final_NNN.png when save_dir. */
 int vx_fit_report(const char *title, const vx_dataset *d, vx_fit_render_fn fn, void *ctx, const char *save_dir,
                   double *mean_psnr, double *mean_ssim);
 

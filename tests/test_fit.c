@@ -14,6 +14,7 @@
 #include "fit.h"
 #include "fit_backend.h"
 #include "fit_errmap.h"
+#include "fit_report.h"
 #include "fit_march.h"
 #include "fit_train.h"
 #include "make_scene.h"
@@ -1957,6 +1958,26 @@ static void test_commands(void **state) {
     vx_grid_free(&s.grid);
 }
 
+/* The report's camera elevation: fixed cases, then random eyes against asin(z / |eye|). */
+static void test_view_elevation(void **state) {
+    (void)state;
+    vx_camera c;
+    memset(&c, 0, sizeof c);
+    const float eyes[4][3] = {{1, 0, 1}, {0, -2, -2}, {0, 0, 3}, {-4, 0, 0}};
+    const double want[4] = {45, -45, 90, 0};
+    for (int k = 0; k < 4; k++) {
+        c.c2w[3] = eyes[k][0], c.c2w[7] = eyes[k][1], c.c2w[11] = eyes[k][2];
+        assert_true(fabs(vx_fit_view_elevation(&c) - want[k]) < 1e-9);
+    }
+    for (int k = 0; k < 100; k++) {
+        double x = vx_test_uniform(-5, 5), y = vx_test_uniform(-5, 5), z = vx_test_uniform(-5, 5);
+        c.c2w[3] = (float)x, c.c2w[7] = (float)y, c.c2w[11] = (float)z;
+        x = c.c2w[3], y = c.c2w[7], z = c.c2w[11];
+        double e = asin(z / sqrt(x * x + y * y + z * z)) * 180.0 / M_PI;
+        assert_true(fabs(vx_fit_view_elevation(&c) - e) < 1e-6);
+    }
+}
+
 /* A CUDA run's defaults fill only what the command line left unset. */
 static void test_cuda_defaults(void **state) {
     (void)state;
@@ -2039,7 +2060,7 @@ int main(void) {
         cmocka_unit_test(test_end_to_end),       cmocka_unit_test(test_train_regularisers),
         cmocka_unit_test(test_train_tv_until),   cmocka_unit_test(test_train_error_map),
         cmocka_unit_test(test_commands),
-        cmocka_unit_test(test_cuda_defaults),
+        cmocka_unit_test(test_cuda_defaults), cmocka_unit_test(test_view_elevation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
