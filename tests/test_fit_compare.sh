@@ -20,6 +20,7 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 expect 2 "'novalue' is not NAME=ARGS" -- sh tools/fit_compare.sh "$MIC" "$T/u" novalue
 expect 2 "variant name 'a b' must be" -- sh tools/fit_compare.sh "$MIC" "$T/u" "a b="
 expect 2 "usage:" -- sh tools/fit_compare.sh "$MIC" "$T/u"
+expect 2 "variant name 'a' given twice" -- sh tools/fit_compare.sh "$MIC" "$T/u" a= b= a="--seed 2"
 [ ! -e "$T/u/summary.md" ] && ok || bad "a usage error must not start the runs"
 
 if [ ! -f "$MIC/transforms_train.json" ]; then

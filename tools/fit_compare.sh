@@ -13,6 +13,7 @@ usage() { echo "usage: tools/fit_compare.sh DATASET OUTDIR NAME=ARGS..." >&2; ex
 data=$1 out=$2
 shift 2
 VOXRAY=${VOXRAY:-build/voxray}
+seen=""
 for v in "$@"; do
     case "$v" in
     *=*) name=${v%%=*} ;;
@@ -21,6 +22,10 @@ for v in "$@"; do
     case "$name" in
     "" | *[!A-Za-z0-9_.-]*) echo "fit_compare.sh: variant name '$name' must be letters, digits, '.', '_' or '-'" >&2; exit 2 ;;
     esac
+    case " $seen " in
+    *" $name "*) echo "fit_compare.sh: variant name '$name' given twice (each names OUTDIR/NAME)" >&2; exit 2 ;;
+    esac
+    seen="$seen $name"
 done
 mkdir -p "$out" || exit 1
 sum=$out/summary.md
