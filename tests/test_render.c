@@ -147,12 +147,19 @@ static void test_box_rgba(void **state) {
             vx_grid_set_bbox(&s.grid, lo, hi, trial % 4 == 0);
         }
         s.grid.align_corners = trial % 4 == 0;
+        /* a randomly placed box can be a thin slab seen edge-on from the first camera drawn
+         * (seed 27832540838: 16 pixels); draw cameras until one sees it, so the closed form
+         * is always checked on more than 20 pixels */
         vx_camera cam;
-        random_camera(&cam, &s, 37, 29);
-        int hits;
-        double err = check_box(&s, &cam, sigma, const_colour, c, 0.0f, &hits, 2e-5);
-        assert_true(hits > 20); /* the box is in view */
+        int hits = 0;
+        double err = 0.0;
+        for (int tries = 0; tries < 16 && hits <= 20; tries++) {
+            random_camera(&cam, &s, 37, 29);
+            err = check_box(&s, &cam, sigma, const_colour, c, 0.0f, &hits, 2e-5);
+            if (err > 1) break;
+        }
         if (err > 1) fail_msg("trial %d: max error %g x the allowance", trial, err);
+        assert_true(hits > 20); /* the box is in view */
         vx_scene_free(&s);
     }
 }
