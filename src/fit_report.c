@@ -26,12 +26,12 @@ int vx_fit_write_pair(const char *path, const float *photo, const vx_frame *r) {
 
 double vx_fit_view_elevation(const vx_camera *c) {
     double x = c->c2w[3], y = c->c2w[7], z = c->c2w[11];
-    return atan2(z, sqrt(x * x + y * y)) * (180.0 / 3.14159265358979323846);
+    return atan2(z, sqrt(x * x + y * y)) * (180.0 / M_PI);
 }
 
 int vx_fit_report(const char *title, const vx_dataset *d, vx_fit_render_fn fn, void *ctx, const char *save_dir,
                   double *mean_psnr, double *mean_ssim) {
-    double sp = 0.0, ss = 0.0, pw = INFINITY, pl = 0.0, el = INFINITY;
+    double sp = 0.0, ss = 0.0, pw = INFINITY, ew = 0.0, pl = 0.0, el = INFINITY;
     int vw = 0, vl = 0; /* the worst view, the lowest camera */
     if (d->n < 1) return vx_error("%s: no views to score", title);
     printf("%s\n  %-32s %9s %7s %6s\n", title, "view", "PSNR dB", "SSIM", "elev");
@@ -43,7 +43,7 @@ int vx_fit_report(const char *title, const vx_dataset *d, vx_fit_render_fn fn, v
         double s = vx_ssim(fr.rgb, photo, d->width, d->height, 3);
         double e = vx_fit_view_elevation(&d->cams[v]);
         printf("  %-32s %9.3f %7.4f %6.1f\n", d->names[v], p, s, e);
-        if (p < pw) { pw = p; vw = v; }
+        if (p < pw) { pw = p; ew = e; vw = v; }
         if (e < el) { el = e; pl = p; vl = v; }
         sp += p;
         ss += s;
@@ -61,8 +61,8 @@ int vx_fit_report(const char *title, const vx_dataset *d, vx_fit_render_fn fn, v
     *mean_ssim = ss / d->n;
     printf("  %-32s %9.3f %7.4f\n", "mean", *mean_psnr, *mean_ssim);
     /* where held-out views fail first: the views least like the training photos */
-    printf("  worst view %s (%.3f dB, elev %.1f); lowest camera %s (%.3f dB, elev %.1f)\n", d->names[vw], pw,
-           vx_fit_view_elevation(&d->cams[vw]), d->names[vl], pl, el);
+    printf("  worst view %s (%.3f dB, elev %.1f); lowest camera %s (%.3f dB, elev %.1f)\n", d->names[vw], pw, ew,
+           d->names[vl], pl, el);
     return 0;
 }
 
