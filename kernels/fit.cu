@@ -243,15 +243,18 @@ static int vx__alloc_grid(vx_fit_device *g) {
     if (g->m.nslots && (vx_cuda_alloc((void **)&g->d_table, vx__entries(&g->m) * sizeof(int32_t), "fit brick table") ||
                         vx_cuda_alloc((void **)&g->d_bxyz, 3 * g->m.nslots * sizeof(int32_t), "fit brick coordinates")))
         return -1;
-    if (vx_cuda_alloc((void **)&g->d_data, n * sizeof(float), "fit parameters") ||
-        vx_cuda_alloc((void **)&g->d_grad, n * sizeof(float), "fit gradient") ||
+    /* + VX_FIT_PAD zeros: the degree 1 and 3 ray kernels read and scatter whole aligned
+     * windows that end up to 3 floats past the last voxel (fit_rays.cuh) */
+    if (vx_cuda_alloc((void **)&g->d_data, (n + VX_FIT_PAD) * sizeof(float), "fit parameters") ||
+        vx_cuda_alloc((void **)&g->d_grad, (n + VX_FIT_PAD) * sizeof(float), "fit gradient") ||
         vx_cuda_alloc((void **)&g->d_m, n * sizeof(float), "fit Adam moments") ||
         vx_cuda_alloc((void **)&g->d_v, n * sizeof(float), "fit Adam moments") ||
         vx_cuda_alloc((void **)&g->d_wmax, nv * sizeof(float), "fit max weights") ||
         vx_cuda_alloc((void **)&g->d_alive, nv, "fit alive mask") ||
         vx_cuda_alloc((void **)&g->d_active, nv * sizeof(unsigned), "fit alive-voxel list"))
         return -1;
-    return vx_cuda_zero(g->d_grad, n * sizeof(float)) || vx_cuda_zero(g->d_m, n * sizeof(float)) ||
+    return vx_cuda_zero(g->d_grad, (n + VX_FIT_PAD) * sizeof(float)) ||
+                   vx_cuda_zero(g->d_data + n, VX_FIT_PAD * sizeof(float)) || vx_cuda_zero(g->d_m, n * sizeof(float)) ||
                    vx_cuda_zero(g->d_v, n * sizeof(float)) || vx_cuda_zero(g->d_wmax, nv * sizeof(float))
                ? -1
                : 0;

@@ -32,29 +32,87 @@ template <int NC> __device__ __forceinline__ void vx_fit_load(const float *__res
     vx_load_point<NC>(data + v * NC, out);
 }
 
+/* Channel counts that are not a multiple of 4 (degrees 1 and 3: 13 and 49 channels) put a
+ * voxel's first channel a = (v*NC) mod 4 floats past a 16-byte boundary. Rather than
+ * branch on a (a warp's rays hit voxels of all four phases, and a switch serialised them:
+ * the degree-3 step ran 2x slower), every thread moves the same aligned window of
+ * VX_FIT_WIN(NC) floats that covers the voxel, and shifts by a with two levels of selects
+ * (by a's bit 0, then bit 1). The window reaches up to 3 floats past the last voxel, so
+ * the parameter and gradient arrays carry VX_FIT_PAD floats of zeros (fit.cu). */
+#define VX_FIT_WIN(NC) (((NC) + 3 + 3) / 4 * 4)
+#define VX_FIT_PAD 4
+
 /* grad[v*NC + c] += s * val(c) for every channel; float4 atomics where the hardware has
- * them (sm_90) and the voxel stride keeps 16-byte alignment. */
+ * them (sm_90). With NC % 4 != 0 the window's floats outside the voxel receive +0.0 (the
+ * neighbours' gradients, lazy Adam's exact-zero test and the null brick are unchanged). */
+#define VX__VAL(ch) ((ch) == 0 ? s * draw0 : s * (gc[((ch) - 1) / nb] * b[((ch) - 1) % nb]))
 template <int DEG>
 __device__ __forceinline__ void vx_fit_scatter_voxel(float *grad, size_t v, float s, float draw0, const float *gc,
                                                      const float *b) {
     constexpr int nb = vx_fit_sh<DEG>::nb, NC = vx_fit_sh<DEG>::nc;
     float *p = grad + v * NC;
-#define VX__VAL(ch) ((ch) == 0 ? s * draw0 : s * (gc[((ch) - 1) / nb] * b[((ch) - 1) % nb]))
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if constexpr (NC % 4 == 0) {
 #pragma unroll
         for (int q = 0; q < NC; q += 4)
             atomicAdd((float4 *)(p + q), make_float4(VX__VAL(q), VX__VAL(q + 1), VX__VAL(q + 2), VX__VAL(q + 3)));
-    } else
-#endif
-    {
+    } else {
+        constexpr int NW = VX_FIT_WIN(NC);
+        unsigned a = (unsigned)(v * NC) & 3u;
+        bool a1 = a & 1u, a2 = a & 2u;
+        float m1[NW];
 #pragma unroll
-        for (int c = 0; c < NC; c++) {
-            float val = VX__VAL(c);
-            if (val != 0.0f) atomicAdd(p + c, val);
+        for (int k = 0; k < NW; k++) { /* m1[k] = val(k - (a & 1)), zero outside [0, NC) */
+            float x0 = k < NC ? VX__VAL(k) : 0.0f, x1 = k >= 1 && k - 1 < NC ? VX__VAL(k - 1) : 0.0f;
+            m1[k] = a1 ? x1 : x0;
+        }
+        float *w = p - a; /* 16-byte aligned */
+#pragma unroll
+        for (int q = 0; q < NW; q += 4) {
+            float u[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) u[i] = a2 ? (q + i >= 2 ? m1[q + i - 2] : 0.0f) : m1[q + i];
+            atomicAdd((float4 *)(w + q), make_float4(u[0], u[1], u[2], u[3]));
         }
     }
+#else
+#pragma unroll
+    for (int c = 0; c < NC; c++) {
+        float val = VX__VAL(c);
+        if (val != 0.0f) atomicAdd(p + c, val);
+    }
+#endif
+}
 #undef VX__VAL
+
+/* One corner's colour sums t_c = sum_i k_ci b_i from voxel v's parameters, for a channel
+ * count that is not a multiple of 4: the aligned window of VX_FIT_WIN(NC) floats in
+ * float4 loads (degree 3: 13 instead of 49 scalar loads), shifted by a = (v*NC) mod 4 with
+ * selects, the same instructions for every thread. The sums run over i in order, as the
+ * multiple-of-4 path does. */
+template <int DEG>
+__device__ __forceinline__ void vx_fit_colour_window(const float *__restrict__ data, unsigned v, const float *b, float *t) {
+    constexpr int nb = vx_fit_sh<DEG>::nb, NC = vx_fit_sh<DEG>::nc, NW = VX_FIT_WIN(NC);
+    size_t e = (size_t)v * NC;
+    unsigned a = (unsigned)e & 3u;
+    bool a1 = a & 1u, a2 = a & 2u;
+    const float *w = data + (e - a);
+    float x[NW];
+#pragma unroll
+    for (int q = 0; q < NW; q += 4) {
+        float4 y = __ldg((const float4 *)(w + q));
+        x[q] = y.x; x[q + 1] = y.y; x[q + 2] = y.z; x[q + 3] = y.w;
+    }
+#pragma unroll
+    for (int k = 0; k + 1 < NW; k++) x[k] = a1 ? x[k + 1] : x[k]; /* x[k] = window[k + (a & 1)] */
+    t[0] = t[1] = t[2] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < 3; c++)
+#pragma unroll
+        for (int i = 0; i < nb; i++) {
+            int ch = 1 + c * nb + i;
+            t[c] += (a2 ? x[ch + 2] : x[ch]) * b[i];
+        }
 }
 
 /* The fit's op for vx_march_run, specialised on the SH degree (relu density, plenoxels
@@ -104,14 +162,21 @@ __device__ __forceinline__ float vx_fit_sh_op<DEG, BWD, REG>::sample(void *op, c
     f->s[0] = f->s[1] = f->s[2] = 0.0f;
 #pragma unroll
     for (int j = 0; j < 8; j++) {
-        float v[NC];
-        vx_fit_load<NC>(f->data, f->idx[j], v);
+        if constexpr (NC % 4 == 0) {
+            float v[NC];
+            vx_fit_load<NC>(f->data, f->idx[j], v);
 #pragma unroll
-        for (int c = 0; c < 3; c++) {
-            float t = 0.0f;
+            for (int c = 0; c < 3; c++) {
+                float t = 0.0f;
 #pragma unroll
-            for (int i = 0; i < nb; i++) t += v[1 + c * nb + i] * f->b[i];
-            f->s[c] += f->w[j] * t;
+                for (int i = 0; i < nb; i++) t += v[1 + c * nb + i] * f->b[i];
+                f->s[c] += f->w[j] * t;
+            }
+        } else {
+            float t[3];
+            vx_fit_colour_window<DEG>(f->data, f->idx[j], f->b, t);
+#pragma unroll
+            for (int c = 0; c < 3; c++) f->s[c] += f->w[j] * t[c];
         }
     }
 #pragma unroll
@@ -185,11 +250,13 @@ __device__ __forceinline__ void vx_fit_march_t(const vx_march_params &m, const v
 
 /* The ray step: forward, loss, backward; per-block loss sums go to *loss_sum (the
  * photometric loss only; REG adds the regularisers' gradient, weights reg). The minimum
- * of 4 blocks per SM (3 for degree 3) keeps the occupancy of the hand-written loop this
- * replaced: through vx_march_run ptxas asked for 139 registers at degree 2 (was 113), i.e.
- * 3 blocks; capped at 128 it spills 48 bytes (sm_90, docs/BENCHMARKS.md has the timings). */
+ * of 4 blocks per SM keeps the occupancy of the hand-written loop this replaced: through
+ * vx_march_run ptxas asked for 139 registers at degree 2 (was 113), i.e. 3 blocks; capped
+ * at 128 it spills 48 bytes (sm_90, docs/BENCHMARKS.md has the timings). Degree 3 held 3
+ * blocks (168 registers) until its colour loads went float4 (vx_fit_colour_window): now
+ * 128 registers, 28 bytes of spill, and 10.4 ms against 12.6 ms for 3 blocks (H200). */
 template <int DEG, bool REG>
-__global__ void __launch_bounds__(128, DEG == 3 ? 3 : 4)
+__global__ void __launch_bounds__(128, 4)
 vx_fit_rays_v2_kernel(vx_march_params mp, vx_fit_index L, const float *__restrict__ data, const unsigned char *__restrict__ occ,
                       vx_fit_ray_src src, int n, float scale, vx_fit_reg reg, float *grad, float *wmax, float *rgb_out,
                       double *loss_sum) {
