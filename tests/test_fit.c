@@ -1898,6 +1898,9 @@ static void test_commands(void **state) {
     vx_scene_free(&back);
     const char *eval[] = {"eval", out, dir, "--split", "train", "--every", "8", "--backend", "cpu", NULL};
     assert_int_equal(run_cmd(vx_cmd_eval, eval), 0);
+    /* every view: the training cameras come from transforms_train.json (poses only) */
+    const char *eval_all[] = {"eval", out, dir, "--split", "train", "--backend", "cpu", NULL};
+    assert_int_equal(run_cmd(vx_cmd_eval, eval_all), 0);
     /* the camera box when no --bbox is given, sh degree 1, two stages ending where told,
      * without the crop (the lattice is exactly the last --res) and with dense Adam */
     snprintf(out, sizeof out, "%s/orbs_fit2", vx_test_tmpdir());
@@ -1975,6 +1978,45 @@ static void test_view_elevation(void **state) {
         x = c.c2w[3], y = c.c2w[7], z = c.c2w[11];
         double e = asin(z / sqrt(x * x + y * y + z * z)) * 180.0 / M_PI;
         assert_true(fabs(vx_fit_view_elevation(&c) - e) < 1e-6);
+    }
+}
+
+/* The report's gap to the training cameras: fixed cases (no cameras, the camera itself, a
+ * right angle, 45 degrees between two, the nearer of two wins whatever the order, distance
+ * does not count), then random eyes against the minimum of acos(a.b / |a||b|) over a set. */
+static void test_view_gap(void **state) {
+    (void)state;
+    vx_camera c, t[3];
+    memset(&c, 0, sizeof c);
+    memset(t, 0, sizeof t);
+    const float te[3][3] = {{2, 0, 0}, {0, 3, 0}, {0, 0, -1}};
+    for (int k = 0; k < 3; k++) t[k].c2w[3] = te[k][0], t[k].c2w[7] = te[k][1], t[k].c2w[11] = te[k][2];
+    c.c2w[3] = 1, c.c2w[7] = 1, c.c2w[11] = 0;
+    assert_true(isnan(vx_fit_view_gap(&c, t, 0)));
+    assert_true(fabs(vx_fit_view_gap(&c, t, 1) - 45) < 1e-9);
+    assert_true(fabs(vx_fit_view_gap(&c, t, 3) - 45) < 1e-9);
+    assert_true(fabs(vx_fit_view_gap(&c, t + 2, 1) - 90) < 1e-9);
+    c.c2w[3] = 5, c.c2w[7] = 0, c.c2w[11] = 0; /* on the first camera's ray, farther out */
+    assert_true(fabs(vx_fit_view_gap(&c, t, 3)) < 1e-9);
+    assert_true(fabs(vx_fit_view_gap(&c, t + 1, 2) - 90) < 1e-9);
+    c.c2w[3] = 0, c.c2w[7] = 1, c.c2w[11] = -1; /* 45 from both the second and the third */
+    assert_true(fabs(vx_fit_view_gap(&c, t + 1, 2) - 45) < 1e-9);
+    vx_camera r[8];
+    memset(r, 0, sizeof r);
+    for (int k = 0; k < 100; k++) {
+        int n = 1 + (int)vx_test_uniform(0, 8);
+        if (n > 8) n = 8;
+        double best = INFINITY;
+        for (int a = 0; a < 3; a++) c.c2w[3 + 4 * a] = (float)vx_test_uniform(-3, 3);
+        double ax = c.c2w[3], ay = c.c2w[7], az = c.c2w[11], al = sqrt(ax * ax + ay * ay + az * az);
+        for (int j = 0; j < n; j++) {
+            for (int a = 0; a < 3; a++) r[j].c2w[3 + 4 * a] = (float)vx_test_uniform(-3, 3);
+            double bx = r[j].c2w[3], by = r[j].c2w[7], bz = r[j].c2w[11], bl = sqrt(bx * bx + by * by + bz * bz);
+            double g = acos(fmax(-1.0, fmin(1.0, (ax * bx + ay * by + az * bz) / (al * bl)))) * 180.0 / M_PI;
+            if (g < best) best = g;
+        }
+        /* acos loses digits near 0 and 180 degrees: 1e-5 degrees is far below the report's 0.1 */
+        assert_true(fabs(vx_fit_view_gap(&c, r, n) - best) < 1e-5);
     }
 }
 
@@ -2060,7 +2102,7 @@ int main(void) {
         cmocka_unit_test(test_end_to_end),       cmocka_unit_test(test_train_regularisers),
         cmocka_unit_test(test_train_tv_until),   cmocka_unit_test(test_train_error_map),
         cmocka_unit_test(test_commands),
-        cmocka_unit_test(test_cuda_defaults), cmocka_unit_test(test_view_elevation),
+        cmocka_unit_test(test_cuda_defaults), cmocka_unit_test(test_view_elevation), cmocka_unit_test(test_view_gap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,14 +40,21 @@ for v in plain tv; do
     [ -f "$T/o/$v/scene.json" ] && ok || bad "$v: no scene written (the failed variant before it stopped the runs?)"
     mean=$(awk '$1 == "mean" { print $2 " / " $3 }' "$log")
     [ -n "$mean" ] && echo "$row" | grep -qF "| $mean |" && ok || bad "$v: row '$row' lacks the log's mean '$mean'"
-    worst=$(awk '$1 ~ /\.png$/ && NF == 4 { print $2, $1, $4 }' "$log" | sort -n | head -n 1 |
-        awk '{ n = split($2, p, "/"); sub(/\.png$/, "", p[n]); printf "%s %.1f (%s)", p[n], $1, $3 }')
+    worst=$(awk '$1 ~ /\.png$/ && NF == 5 { print $2, $1, $4, $5 }' "$log" | sort -n | head -n 1 |
+        awk '{ n = split($2, p, "/"); sub(/\.png$/, "", p[n]); printf "%s %.1f (%s, %s)", p[n], $1, $3, $4 }')
     [ -n "$worst" ] && echo "$row" | grep -qF "| $worst, " && ok || bad "$v: row '$row' does not start its worst views with '$worst'"
     # the report's own line below the mean: the same worst view; the lowest elevation of the table
-    wv=$(awk '$1 ~ /\.png$/ && NF == 4 { print $2, $1 }' "$log" | sort -n | head -n 1 | cut -d' ' -f2)
-    low=$(awk '$1 ~ /\.png$/ && NF == 4 { print $4, $1 }' "$log" | sort -n | head -n 1)
+    wv=$(awk '$1 ~ /\.png$/ && NF == 5 { print $2, $1 }' "$log" | sort -n | head -n 1 | cut -d' ' -f2)
+    low=$(awk '$1 ~ /\.png$/ && NF == 5 { print $4, $1 }' "$log" | sort -n | head -n 1)
     grep -q "^  worst view $wv (.*lowest camera ${low#* } (.*elev ${low%% *})\$" "$log" && ok ||
         bad "$v: the report's worst/lowest line does not name $wv and '$low': $(grep 'worst view' "$log")"
+    # and the view farthest from the 87 training cameras (the largest gap of the table; the
+    # held-out views sit between training views, so the gaps are not all zero)
+    fg=$(awk '$1 ~ /\.png$/ && NF == 5 { print $5 }' "$log" | sort -rn | head -n 1)
+    fv=$(sed -n 's/^  farthest from the 87 training cameras: \([^ ]*\) ([0-9.]* dB, \([0-9.]*\) deg to the nearest)$/\1 \2/p' "$log")
+    [ -n "$fg" ] && [ "$fg" != "0.0" ] && [ "${fv#* }" = "$fg" ] &&
+        awk -v f="${fv%% *}" -v g="$fg" '$1 == f && $5 == g { hit = 1 } END { exit !hit }' "$log" &&
+        ok || bad "$v: the report's farthest line '$fv' is not a view with the largest gap $fg: $(grep 'farthest' "$log")"
     last=$(grep '^fit: *stage 2 ' "$log" | awk '{ print $4 ", " $5 }')
     [ -n "$last" ] && echo "$row" | grep -qF "| $last, " && ok || bad "$v: row '$row' lacks the last stage '$last'"
     echo "$row" | grep -qE '\| [0-9.]+ [KMG]?B \| [0-9]+ s \|$' && ok || bad "$v: row '$row' lacks the file size and wall time"

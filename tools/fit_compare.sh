@@ -30,7 +30,7 @@ done
 mkdir -p "$out" || exit 1
 sum=$out/summary.md
 {
-    echo "| run | args | time curve (held-out dB at) | mean PSNR / SSIM | worst views (elevation) | last stage: lattice, alive, rays/s, GPU memory | written | wall |"
+    echo "| run | args | time curve (held-out dB at) | mean PSNR / SSIM | worst views (elevation, gap to the training cameras) | last stage: lattice, alive, rays/s, GPU memory | written | wall |"
     echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 } >"$sum"
 failed=0
@@ -55,8 +55,8 @@ for v in "$@"; do
     mean=$(awk '$1 == "mean" && NF == 3 { m = $2 " / " $3 } END { print m }' "$log")
     worst=$(awk '/^fit: held-out views/ { on = 1; next }
                  on && $1 == "mean" { exit }
-                 on && $1 ~ /\.png$/ && NF == 4 { n = split($1, p, "/"); sub(/\.png$/, "", p[n]); print $2, p[n], $4 }' "$log" |
-        sort -n | head -n 3 | awk '{ printf "%s%s %.1f (%s)", (NR > 1 ? ", " : ""), $2, $1, $3 }')
+                 on && $1 ~ /\.png$/ && NF == 5 { n = split($1, p, "/"); sub(/\.png$/, "", p[n]); print $2, p[n], $4, $5 }' "$log" |
+        sort -n | head -n 3 | awk '{ printf "%s%s %.1f (%s, %s)", (NR > 1 ? ", " : ""), $2, $1, $3, $4 }')
     stage=$(grep '^fit: *stage [0-9]' "$log" | tail -n 1 |
         awk '{ printf "%s, %s, %.2f M%s", $4, $5, $7 / 1e6, ($NF == "GiB" ? ", " $(NF - 1) " GiB" : "") }')
     wrote=$(sed -n 's/.* x [0-9]*, \([0-9.]* [KMG]*B\))$/\1/p' "$log" | tail -n 1)

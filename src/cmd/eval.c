@@ -2,9 +2,11 @@
  * the normal renderer (backend.c) and prints PSNR/SSIM per view and the mean
  * (fit_report.c). main.c calls vx_cmd_eval. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
+#include "camera.h"
 #include "cli.h"
 #include "commands.h"
 #include "dataset.h"
@@ -19,7 +21,8 @@ static void vx__eval_usage(FILE *o) {
             "\n"
             "Render every view of DATASET/transforms_SPLIT.json with the normal renderer and report\n"
             "PSNR and SSIM (Gaussian 11x11, sigma 1.5) against the photos composited on white,\n"
-            "per image and the mean.\n"
+            "per image and the mean, with each camera's elevation and its angle to the nearest\n"
+            "training camera (the rest of the split with --every, else transforms_train.json).\n"
             "\n"
             "  --split NAME     which transforms file (default test)\n"
             "  --every K        only views whose index is a multiple of K (8: the views `voxray fit`\n"
@@ -28,6 +31,33 @@ static void vx__eval_usage(FILE *o) {
             "  --backend B      auto, cpu or cuda (default auto)\n"
             "  --save DIR       write photo|render pairs as DIR/final_NNN.png\n"
             "  -h, --help       this text\n");
+}
+
+/* The cameras of DATASET/transforms_train.json (poses only, no photos) for the report's gap
+ * column. A dataset without that file is scored without the column, and says so. */
+static int vx__eval_train_cameras(const char *dataset, const vx_dataset *d, vx_camera **cams, int *n) {
+    char json[4096];
+    vx_path_join(dataset, "transforms_train.json", json, sizeof json);
+    *cams = NULL;
+    *n = 0;
+    FILE *f = fopen(json, "rb");
+    if (!f) {
+        fprintf(stderr, "voxray eval: %s not found: no gap-to-training-cameras column\n", json);
+        return 0;
+    }
+    fclose(f);
+    vx_camera_path p;
+    if (vx_camera_path_load(json, &p)) return -1;
+    int rc = 0;
+    *cams = vx_calloc((size_t)(p.n > 0 ? p.n : 1), sizeof **cams, "training cameras");
+    if (!*cams) rc = -1;
+    for (int i = 0; !rc && i < p.n; i++)
+        if (vx_camera_from_c2w(&(*cams)[i], p.c2w[i], p.camera_angle_x, d->width, d->height))
+            rc = vx_error("%s: frames[%d]: %s", json, i, vx_errmsg());
+    if (rc) { free(*cams); *cams = NULL; }
+    else *n = p.n;
+    vx_camera_path_free(&p);
+    return rc;
 }
 
 int vx_cmd_eval(int argc, char **argv) {
@@ -60,19 +90,23 @@ int vx_cmd_eval(int argc, char **argv) {
     vx_load_opts lo;
     memset(&lo, 0, sizeof lo);
     if (vx_scene_load(scene, &lo, &s)) { fprintf(stderr, "voxray eval: %s\n", vx_errmsg()); return 1; }
-    vx_dataset all, d;
+    vx_dataset all, d, rest;
     memset(&d, 0, sizeof d);
+    memset(&rest, 0, sizeof rest);
     vx_renderer *r = NULL;
-    int rc = 1;
+    vx_camera *train = NULL;
+    int rc = 1, ntrain = 0;
     if (vx_dataset_load(dataset, split, downscale, &all)) goto done;
     if (every > 1) {
-        vx_dataset rest;
+        /* the rest of the split are the views `voxray fit` trained on */
         if (all.n < 2) { vx_error("%s: split '%s' has one view; --every needs more", dataset, split); goto done; }
         if (vx_dataset_holdout(&all, every, &rest, &d)) goto done;
-        vx_dataset_free(&rest);
+        train = rest.cams;
+        ntrain = rest.n;
     } else {
         d = all;
         memset(&all, 0, sizeof all);
+        if (vx__eval_train_cameras(dataset, &d, &train, &ntrain)) goto done;
     }
     vx_render_opts o;
     vx_render_opts_default(&o);
@@ -81,12 +115,14 @@ int vx_cmd_eval(int argc, char **argv) {
     snprintf(title, sizeof title, "eval: %s on %s split '%s' (%d views, %dx%d, %s)", scene, dataset, split, d.n, d.width,
              d.height, vx_renderer_backend_name(r));
     double mp, ms;
-    if (vx_fit_report(title, &d, vx_fit_render_renderer, r, save, &mp, &ms)) goto done;
+    if (vx_fit_report(title, &d, train, ntrain, vx_fit_render_renderer, r, save, &mp, &ms)) goto done;
     rc = 0;
 done:
     if (rc) fprintf(stderr, "voxray eval: %s\n", vx_errmsg());
     if (r) vx_renderer_destroy(r);
+    if (train != rest.cams) free(train);
     vx_dataset_free(&all);
+    vx_dataset_free(&rest);
     vx_dataset_free(&d);
     vx_scene_free(&s);
     return rc;

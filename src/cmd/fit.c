@@ -297,7 +297,8 @@ int vx_cmd_fit(int argc, char **argv) {
     vx_fit_as_scene(&f, &fs);
     vx_render_opts_default(&ro);
     int r2 = vx_renderer_create(&rr, &fs, &ro, cfg.backend);
-    if (!r2) r2 = vx_fit_report("fit: held-out views", &held, vx_fit_render_renderer, rr, vdir, &mp, &ms);
+    if (!r2) r2 = vx_fit_report("fit: held-out views", &held, train.cams, train.n, vx_fit_render_renderer, rr, vdir,
+                                    &mp, &ms);
     if (rr) vx_renderer_destroy(rr);
     vx_fit_model_free(&f);
     if (r2) goto fail;
