@@ -1953,6 +1953,15 @@ static void test_commands(void **state) {
     assert_false(exists(out3, "scene.json"));
     const char *b2[] = {"eval", out, dir, "--split", "test", NULL}; /* no transforms_test.json */
     assert_int_equal(run_cmd(vx_cmd_eval, b2), 1);
+    /* a test split: the gap column's training poses come from transforms_train.json, and a
+     * broken one costs the column (said on stderr), not the scores */
+    snprintf(path, sizeof path, "%s/transforms_test.json", dir);
+    vx_test_write_text(path, text);
+    const char *e3[] = {"eval", out, dir, "--split", "test", "--backend", "cpu", NULL};
+    assert_int_equal(run_cmd(vx_cmd_eval, e3), 0);
+    snprintf(path, sizeof path, "%s/transforms_train.json", dir);
+    vx_test_write_text(path, "{\"camera_angle_x\": 0.7, \"frames\": [");
+    assert_int_equal(run_cmd(vx_cmd_eval, e3), 0);
 #ifndef VX_HAVE_CUDA
     const char *b3[] = {"fit", dir, "-o", out3, "--backend", "cuda", NULL};
     assert_int_equal(run_cmd(vx_cmd_fit, b3), 1); /* says the build has no CUDA, no fallback */

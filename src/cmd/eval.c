@@ -34,8 +34,9 @@ static void vx__eval_usage(FILE *o) {
 }
 
 /* The cameras of DATASET/transforms_train.json (poses only, no photos) for the report's gap
- * column. A dataset without that file is scored without the column, and says so. */
-static int vx__eval_train_cameras(const char *dataset, const vx_dataset *d, vx_camera **cams, int *n) {
+ * column. Scoring does not need them: a dataset without that file, or with one that does
+ * not parse, is scored without the column, and stderr says why. */
+static void vx__eval_train_cameras(const char *dataset, const vx_dataset *d, vx_camera **cams, int *n) {
     char json[4096];
     vx_path_join(dataset, "transforms_train.json", json, sizeof json);
     *cams = NULL;
@@ -43,21 +44,28 @@ static int vx__eval_train_cameras(const char *dataset, const vx_dataset *d, vx_c
     FILE *f = fopen(json, "rb");
     if (!f) {
         fprintf(stderr, "voxray eval: %s not found: no gap-to-training-cameras column\n", json);
-        return 0;
+        return;
     }
     fclose(f);
     vx_camera_path p;
-    if (vx_camera_path_load(json, &p)) return -1;
+    if (vx_camera_path_load(json, &p)) {
+        fprintf(stderr, "voxray eval: %s; no gap-to-training-cameras column\n", vx_errmsg());
+        return;
+    }
     int rc = 0;
     *cams = vx_calloc((size_t)(p.n > 0 ? p.n : 1), sizeof **cams, "training cameras");
     if (!*cams) rc = -1;
     for (int i = 0; !rc && i < p.n; i++)
         if (vx_camera_from_c2w(&(*cams)[i], p.c2w[i], p.camera_angle_x, d->width, d->height))
             rc = vx_error("%s: frames[%d]: %s", json, i, vx_errmsg());
-    if (rc) { free(*cams); *cams = NULL; }
-    else *n = p.n;
+    if (rc) {
+        fprintf(stderr, "voxray eval: %s; no gap-to-training-cameras column\n", vx_errmsg());
+        free(*cams);
+        *cams = NULL;
+    } else {
+        *n = p.n;
+    }
     vx_camera_path_free(&p);
-    return rc;
 }
 
 int vx_cmd_eval(int argc, char **argv) {
@@ -106,7 +114,7 @@ int vx_cmd_eval(int argc, char **argv) {
     } else {
         d = all;
         memset(&all, 0, sizeof all);
-        if (vx__eval_train_cameras(dataset, &d, &train, &ntrain)) goto done;
+        vx__eval_train_cameras(dataset, &d, &train, &ntrain);
     }
     vx_render_opts o;
     vx_render_opts_default(&o);
