@@ -41,20 +41,12 @@ static void vx__eval_train_cameras(const char *dataset, const vx_dataset *d, vx_
     vx_path_join(dataset, "transforms_train.json", json, sizeof json);
     *cams = NULL;
     *n = 0;
-    FILE *f = fopen(json, "rb");
-    if (!f) {
-        fprintf(stderr, "voxray eval: %s not found: no gap-to-training-cameras column\n", json);
-        return;
-    }
-    fclose(f);
     vx_camera_path p;
     if (vx_camera_path_load(json, &p)) {
         fprintf(stderr, "voxray eval: %s; no gap-to-training-cameras column\n", vx_errmsg());
         return;
     }
-    int rc = 0;
-    *cams = vx_calloc((size_t)(p.n > 0 ? p.n : 1), sizeof **cams, "training cameras");
-    if (!*cams) rc = -1;
+    int rc = !(*cams = vx_calloc((size_t)(p.n > 0 ? p.n : 1), sizeof **cams, "training cameras"));
     for (int i = 0; !rc && i < p.n; i++)
         if (vx_camera_from_c2w(&(*cams)[i], p.c2w[i], p.camera_angle_x, d->width, d->height))
             rc = vx_error("%s: frames[%d]: %s", json, i, vx_errmsg());
