@@ -1930,6 +1930,9 @@ static void test_commands(void **state) {
     assert_int_equal(run_cmd(vx_cmd_fit, u15), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u16), 2);
     const char *u17[] = {"fit", dir, "-o", out, "--crop-keep", "-0.1", NULL}, *u18[] = {"fit", dir, "-o", out, "--crop-keep", NULL};
+    const char *u19[] = {"fit", dir, "-o", out, "--lr-final", "0", NULL}, *u20[] = {"fit", dir, "-o", out, "--lr-final", NULL};
+    assert_int_equal(run_cmd(vx_cmd_fit, u19), 2);
+    assert_int_equal(run_cmd(vx_cmd_fit, u20), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u17), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u18), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u1), 2);

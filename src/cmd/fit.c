@@ -53,6 +53,8 @@ static void vx__fit_usage(FILE *o) {
             "  --bbox x0,y0,z0,x1,y1,z1  world box (default: from the cameras)\n"
             "  --step S             segment length in voxels (default 0.5)\n"
             "  --lr-sigma A --lr-sh B    Adam step sizes (default 0.5, 0.02)\n"
+            "  --lr-final F         both step sizes decay exponentially to F times their start at\n"
+            "                       the end of training (default 0.05)\n"
             "  --tv-sigma A --tv-sh B    total-variation weights per 4096 rays of batch (default 0: off;\n"
             "                       CUDA, first stage >= 128: 1e-7, 1e-7 with --tv-until 0.3)\n"
             "  --tv-until P         apply TV only before training progress P, 0..1 (default 1:\n"
@@ -162,8 +164,8 @@ int vx_cmd_fit(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { vx__fit_usage(stdout); return 0; }
         static const char *valued[] = {"-o", "--output", "--res", "--iters", "--batch", "--sh-degree", "--val-every",
                                        "--val-views", "--val-split", "--downscale", "--bbox", "--step", "--seed",
-                                       "--lr-sigma", "--lr-sh", "--tv-sigma", "--tv-sh", "--tv-until", "--backend", "--max-seconds",
-                                       "--stage-ends", "--sparsity", "--distortion", "--error-map", "--crop-keep"};
+                                       "--lr-sigma", "--lr-sh", "--lr-final", "--tv-sigma", "--tv-sh", "--tv-until",
+                                       "--backend", "--max-seconds", "--stage-ends", "--sparsity", "--distortion", "--error-map", "--crop-keep"};
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             if (!strcmp(a, valued[k]) && !need) {
                 snprintf(msg, sizeof msg, "%s needs a value", a);
@@ -186,6 +188,7 @@ int vx_cmd_fit(int argc, char **argv) {
         else if (!strcmp(a, "--seed")) { bad = vx_parse_int(a, argv[++i], 0, 2147483647, &seed); cfg.seed = (uint64_t)seed; }
         else if (!strcmp(a, "--lr-sigma")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_sigma = (float)dv; }
         else if (!strcmp(a, "--lr-sh")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_sh = (float)dv; }
+        else if (!strcmp(a, "--lr-final")) { bad = vx_parse_double(a, argv[++i], 1e-6, 1, &dv); cfg.hp.lr_final_factor = (float)dv; }
         else if (!strcmp(a, "--tv-sigma")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.tv_sigma = (float)dv; set |= VX_FIT_SET_TV; }
         else if (!strcmp(a, "--tv-sh")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.tv_sh = (float)dv; set |= VX_FIT_SET_TV; }
         else if (!strcmp(a, "--tv-until")) { bad = vx_parse_double(a, argv[++i], 0, 1, &dv); cfg.hp.tv_until = (float)dv; set |= VX_FIT_SET_TV; }
