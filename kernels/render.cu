@@ -4,7 +4,8 @@
  * backend.c reaches it through cuda_render.h (vx_volume_upload_cuda, vx_render_cuda).
  *
  * Speed: kernels are instantiated per storage (dense, or sparse bricks in the apron layout of
- * sparse_apron.h; float32 or float16) and decoder (rgba, sh degree 0..3, scalar), so the
+ * sparse_apron.h; float32 or float16) and decoder (rgba, sh degree 0..3, scalar, mlp with 1
+ * or 2 hidden layers, its weights in constant memory), so the
  * channel count is a constant and the raw channels live in registers; empty space is crossed one occupancy cell at a time (the
  * same cell-exit jump as march.h, i.e. a DDA over the occupancy grid); rays stop when
  * T < stop. Pixels are 8x8 tiles so neighbouring rays share cache lines. */
@@ -33,13 +34,40 @@ struct vx_cuda_volume {
     size_t npix_cap;
     unsigned long long *d_counters; /* samples, rays that sampled the volume */
     vx_cuda_timer *timer;
+    float h_mlp[VX_MLP_MAX_WEIGHTS]; /* mlp decoder: the packed weights, copied at upload/update */
+    unsigned mlp_gen;         /* which copy: constant memory is reloaded when another is there */
 };
+
+/* The mlp decoder's weights: every thread of a warp reads the same weight at the same time,
+ * so constant memory serves them as operands of the FMAs themselves (no load instruction,
+ * no shared memory taken from occupancy). One set per process: a launch reloads it when
+ * the last one came from another volume or an older copy (25 KB, microseconds). */
+__constant__ float vx_c_mlp[VX_MLP_MAX_WEIGHTS];
+static unsigned vx__mlp_loaded, vx__mlp_next = 1;
+
+/* Copy the decoder's weights into the volume (host side) under a new generation. */
+static int vx__mlp_take(vx_cuda_volume *cv, const vx_decoder *d) {
+    if (d->type != VX_DEC_MLP) return 0;
+    if (!d->mlp || d->mlp_layers < 1 || d->mlp_layers > 2)
+        return vx_error("cuda render: the mlp decoder has no weights or %d hidden layers (1 or 2)", d->mlp_layers);
+    memcpy(cv->h_mlp, d->mlp, (size_t)vx_mlp_weight_count(d->mlp_layers) * sizeof(float));
+    cv->mlp_gen = vx__mlp_next++;
+    return 0;
+}
+
+static int vx__mlp_bind(const vx_cuda_volume *cv) {
+    if (cv->mp.dec.type != VX_DEC_MLP || vx__mlp_loaded == cv->mlp_gen) return 0;
+    VX_CUDA_CHECK(cudaMemcpyToSymbol(vx_c_mlp, cv->h_mlp, (size_t)vx_mlp_weight_count(cv->mp.dec.mlp_layers) * sizeof(float)));
+    vx__mlp_loaded = cv->mlp_gen;
+    return 0;
+}
 
 // ----------------------------------------------------------------------------------------
 // per-sample pieces, specialised
 
 template <int DEC, int DEG> struct vx_dec_traits {
-    static constexpr int nc = DEC == VX_DEC_RGBA ? 4 : DEC == VX_DEC_SH ? 1 + 3 * (DEG + 1) * (DEG + 1) : 1;
+    static constexpr int nc = DEC == VX_DEC_RGBA ? 4 : DEC == VX_DEC_SH ? 1 + 3 * (DEG + 1) * (DEG + 1)
+                            : DEC == VX_DEC_MLP ? VX_MLP_CHANNELS : 1;
 };
 
 /* The block a ray is in: consecutive samples mostly stay in one brick, so its table entry is
@@ -108,7 +136,7 @@ template <class S, int DEC, int DEG, bool P> struct vx_render_op {
         vx_trilinear_cell(m->nx, m->ny, m->nz, s->p, &c);
         r->store.template corners<NC>(c, cp, r->cache);
         const float *vp[8] = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
-        if constexpr (DEC == VX_DEC_SH && NC > 4) {
+        if constexpr ((DEC == VX_DEC_SH || DEC == VX_DEC_MLP) && NC > 4) {
             /* density first: a sample without density (a third to two thirds of those in
              * occupied cells) reads channel 0 of its corners, not all NC. The same blend
              * and activation as vx_decode_sh's, so a sample it passes decodes as before. */
@@ -136,6 +164,8 @@ template <class S, int DEC, int DEG, bool P> struct vx_render_op {
             return sigma;
         } else if constexpr (DEC == VX_DEC_SH) {
             return vx_decode_sh(&m->dec, DEG, raw, d, rgb);
+        } else if constexpr (DEC == VX_DEC_MLP) { /* DEG: hidden layers */
+            return vx_decode_mlp(&m->dec, vx_c_mlp, DEG, raw, d, rgb);
         } else {
             return vx_decode_rgba(&m->dec, raw, rgb);
         }
@@ -229,6 +259,12 @@ static int vx__launch_render(const vx_cuda_volume *cv, const S &store, const vx_
         default: return vx_error("cuda render: sh degree %d is not in 0..3", m.dec.sh_degree);
         }
         break;
+    case VX_DEC_MLP:
+        if (vx__mlp_bind(cv)) return -1;
+        if (m.dec.mlp_layers == 1) VX_GO(VX_DEC_MLP, 1);
+        else if (m.dec.mlp_layers == 2) VX_GO(VX_DEC_MLP, 2);
+        else return vx_error("cuda render: mlp decoder with %d hidden layers (1 or 2)", m.dec.mlp_layers);
+        break;
     default: return vx_error("cuda render: unknown decoder type %d", m.dec.type);
     }
 #undef VX_GO
@@ -259,6 +295,8 @@ static int vx__check_params(const vx_march_params *mp, int nx, int ny, int nz, i
     int need = vx_decoder_channels(&mp->dec);
     if (mp->dec.type == VX_DEC_SH && (mp->dec.sh_degree < 0 || mp->dec.sh_degree > 3))
         return vx_error("cuda render: sh degree %d is not in 0..3", mp->dec.sh_degree);
+    if (mp->dec.type == VX_DEC_MLP && (mp->dec.mlp_layers < 1 || mp->dec.mlp_layers > 2))
+        return vx_error("cuda render: mlp decoder with %d hidden layers (1 or 2)", mp->dec.mlp_layers);
     if (need > nc) return vx_error("cuda render: the decoder needs %d channels, the grid has %d", need, nc);
     if (need % 4 == 0 && nc % 4 != 0)
         return vx_error("cuda render: %d channels with a %d-channel decoder is not supported "
@@ -365,8 +403,9 @@ extern "C" int vx_volume_upload_cuda(vx_cuda_volume **out, const vx_volume *v, c
     vx_cuda_volume *cv = (vx_cuda_volume *)vx_calloc(1, sizeof *cv, "CUDA volume");
     if (!cv) return -1;
     cv->mp = v->mp;
+    cv->mp.dec.mlp = NULL; /* the kernels read vx_c_mlp; the host pointer may not outlive the scene */
     cv->half = half;
-    if (vx__upload_grid(cv, g) ||
+    if (vx__mlp_take(cv, &v->mp.dec) || vx__upload_grid(cv, g) ||
         vx_cuda_alloc((void **)&cv->d_counters, 2 * sizeof(unsigned long long), "frame counters") ||
         vx_cuda_timer_create(&cv->timer) || vx__occ_update(cv, v) || vx_cuda_sync()) {
         vx_volume_free_cuda(cv);
@@ -379,9 +418,13 @@ extern "C" int vx_volume_upload_cuda(vx_cuda_volume **out, const vx_volume *v, c
 extern "C" int vx_volume_update_cuda(vx_cuda_volume *cv, const vx_volume *v) {
     const vx_march_params *mp = &v->mp;
     if (vx__check_params(mp, cv->mp.nx, cv->mp.ny, cv->mp.nz, cv->mp.nc)) return -1;
-    int rebuild = memcmp(&mp->dec, &cv->mp.dec, sizeof mp->dec) || mp->occ_b != cv->mp.occ_b ||
+    vx_decoder was = cv->mp.dec;
+    was.mlp = mp->dec.mlp; /* the volume keeps its own copy of the weights, not the pointer */
+    int rebuild = memcmp(&mp->dec, &was, sizeof mp->dec) || mp->occ_b != cv->mp.occ_b ||
                   memcmp(mp->occ_n, cv->mp.occ_n, sizeof mp->occ_n);
+    if (vx__mlp_take(cv, &mp->dec)) return -1;
     cv->mp = *mp;
+    cv->mp.dec.mlp = NULL;
     return rebuild ? vx__occ_update(cv, v) : 0;
 }
 

@@ -1,6 +1,6 @@
-/* decode.h - the three decoders (rgba, sh, scalar + transfer function) that turn
- * trilinearly interpolated raw channels into density and colour. Shared by the CPU
- * renderer and the CUDA kernels (VX_HD); docs/RENDERING.md gives the maths. */
+/* decode.h - the four decoders (rgba, sh, scalar + transfer function, feature grid + MLP)
+ * that turn trilinearly interpolated raw channels into density and colour. Shared by the
+ * CPU renderer and the CUDA kernels (VX_HD); docs/RENDERING.md gives the maths. */
 #ifndef VX_DECODE_H
 #define VX_DECODE_H
 
@@ -9,7 +9,7 @@
 #define VX_MAX_CHANNELS 64
 #define VX_TF_MAX 32
 
-typedef enum { VX_DEC_RGBA = 0, VX_DEC_SH = 1, VX_DEC_SCALAR = 2 } vx_decoder_type;
+typedef enum { VX_DEC_RGBA = 0, VX_DEC_SH = 1, VX_DEC_SCALAR = 2, VX_DEC_MLP = 3 } vx_decoder_type;
 typedef enum { VX_DACT_RELU = 0, VX_DACT_SOFTPLUS, VX_DACT_EXP, VX_DACT_NONE } vx_density_act;
 typedef enum { VX_CACT_CLAMP = 0, VX_CACT_SIGMOID, VX_CACT_PLENOXELS } vx_color_act;
 
@@ -23,12 +23,35 @@ typedef struct {
     int tf_n;            /* scalar: number of control points (>= 2) */
     int shade;           /* scalar: light by the interpolated gradient (march.h vx_shade) */
     float tf[VX_TF_MAX][5]; /* scalar: [v, r, g, b, sigma], v ascending in [0,1] */
+    int mlp_layers;      /* mlp: hidden layers, 1 or 2 (VX_MLP_WIDTH wide) */
+    const float *mlp;    /* mlp: packed weights (vx_mlp_pack), not owned: the scene's */
 } vx_decoder;
+
+/* The mlp decoder: channel 0 is raw density, channels 1..15 features. Colour is a small
+ * network shared by every voxel: in = the 15 features and the view direction's degree-3
+ * SH basis (16), then 1 or 2 hidden layers of 64 relu units, then 3 sigmoid outputs.
+ * Weights come in the PyTorch nn.Linear order (weight[out][in], then bias, layer after
+ * layer) and are packed for the decode: the first layer transposed to [in][64], so that
+ * one input updates 64 contiguous accumulators (the CUDA renderer reads them from
+ * constant memory as FMA operands). Offsets in floats: */
+#define VX_MLP_FEATURES 15
+#define VX_MLP_IN 31          /* features + 16 direction terms */
+#define VX_MLP_WIDTH 64
+#define VX_MLP_CHANNELS 16    /* density + features */
+#define VX_MLP_B0 (VX_MLP_IN * VX_MLP_WIDTH)          /* after W0^T [31][64] */
+#define VX_MLP_L1 (VX_MLP_B0 + VX_MLP_WIDTH)          /* W1 [64][64], b1 [64] (2 layers) */
+#define VX_MLP_L1_SIZE (VX_MLP_WIDTH * VX_MLP_WIDTH + VX_MLP_WIDTH)
+#define VX_MLP_MAX_WEIGHTS (VX_MLP_L1 + VX_MLP_L1_SIZE + 3 * VX_MLP_WIDTH + 3)
+
+/* Offset of the output layer (W2 [3][64], then b2 [3]) and the total weight count. */
+VX_HD int vx_mlp_out_offset(int layers) { return VX_MLP_L1 + (layers == 2 ? VX_MLP_L1_SIZE : 0); }
+VX_HD int vx_mlp_weight_count(int layers) { return vx_mlp_out_offset(layers) + 3 * VX_MLP_WIDTH + 3; }
 
 /* Channels a decoder needs. */
 VX_HD int vx_decoder_channels(const vx_decoder *d) {
     if (d->type == VX_DEC_RGBA) return 4;
     if (d->type == VX_DEC_SH) return 1 + 3 * (d->sh_degree + 1) * (d->sh_degree + 1);
+    if (d->type == VX_DEC_MLP) return VX_MLP_CHANNELS;
     return 1;
 }
 
@@ -95,8 +118,10 @@ VX_HD void vx_tf_eval(const vx_decoder *d, float t, float *out) {
  * parameter propagated through these inline functions) keeps arrays in registers. */
 #if defined(__CUDA_ARCH__)
 #define VX_UNROLL _Pragma("unroll")
+#define VX_NO_UNROLL _Pragma("unroll 1")
 #else
 #define VX_UNROLL
+#define VX_NO_UNROLL
 #endif
 
 /* The three decoders, each returning sigma (scaled) and writing rgb. The CUDA renderer
@@ -130,11 +155,66 @@ VX_HD float vx_decode_rgba(const vx_decoder *d, const float *raw, float *rgb) {
     return vx_density_activate(d->density_act, raw[0]) * d->density_scale;
 }
 
+/* The network's input: features raw[1..15], then the SH basis of the view direction. */
+VX_HD void vx_mlp_input(const float *raw, vx_vec3 dir, float *x) {
+    VX_UNROLL
+    for (int i = 0; i < VX_MLP_FEATURES; i++) x[i] = raw[1 + i];
+    vx_sh_basis(3, dir, x + VX_MLP_FEATURES);
+}
+
+/* The mlp decoder with packed weights w (the decoder's, or the CUDA renderer's constant
+ * copy) and `layers` hidden layers. The network runs only where sigma > 0 (elsewhere rgb
+ * is 0 and nothing composites it). */
+VX_HD float vx_decode_mlp(const vx_decoder *d, const float *w, int layers, const float *raw, vx_vec3 dir,
+                          float *rgb) {
+    float sigma = vx_density_activate(d->density_act, raw[0]) * d->density_scale;
+    if (!(sigma > 0.0f)) {
+        rgb[0] = rgb[1] = rgb[2] = 0.0f;
+        return 0.0f;
+    }
+    float x[VX_MLP_IN], h[VX_MLP_WIDTH];
+    vx_mlp_input(raw, dir, x);
+    VX_UNROLL
+    for (int o = 0; o < VX_MLP_WIDTH; o++) h[o] = w[VX_MLP_B0 + o];
+    VX_NO_UNROLL
+    for (int i = 0; i < VX_MLP_IN; i++) {
+        float xi = x[i];
+        VX_UNROLL
+        for (int o = 0; o < VX_MLP_WIDTH; o++) h[o] += w[i * VX_MLP_WIDTH + o] * xi;
+    }
+    VX_UNROLL
+    for (int o = 0; o < VX_MLP_WIDTH; o++) h[o] = vx_maxf(h[o], 0.0f);
+    const float *w2 = w + vx_mlp_out_offset(layers);
+    float out[3] = {w2[3 * VX_MLP_WIDTH], w2[3 * VX_MLP_WIDTH + 1], w2[3 * VX_MLP_WIDTH + 2]};
+    if (layers == 2) { /* each second-layer unit feeds the outputs as soon as it is known */
+        const float *w1 = w + VX_MLP_L1;
+        VX_NO_UNROLL /* a loop: unrolled, its 4 k FMAs cost ptxas minutes per kernel and gain nothing measured */
+        for (int o = 0; o < VX_MLP_WIDTH; o++) {
+            float a = w1[VX_MLP_WIDTH * VX_MLP_WIDTH + o];
+            VX_UNROLL
+            for (int i = 0; i < VX_MLP_WIDTH; i++) a += w1[o * VX_MLP_WIDTH + i] * h[i];
+            a = vx_maxf(a, 0.0f);
+            VX_UNROLL
+            for (int c = 0; c < 3; c++) out[c] += w2[c * VX_MLP_WIDTH + o] * a;
+        }
+    } else {
+        VX_UNROLL
+        for (int o = 0; o < VX_MLP_WIDTH; o++) {
+            VX_UNROLL
+            for (int c = 0; c < 3; c++) out[c] += w2[c * VX_MLP_WIDTH + o] * h[o];
+        }
+    }
+    VX_UNROLL
+    for (int c = 0; c < 3; c++) rgb[c] = vx_sigmoidf(out[c]);
+    return sigma;
+}
+
 /* Decode interpolated raw channels at view direction dir (unit, world space).
  * Returns sigma >= 0 (already scaled) and writes rgb in [0,1]. */
 VX_HD float vx_decode(const vx_decoder *d, const float *raw, vx_vec3 dir, float *rgb) {
     if (d->type == VX_DEC_SCALAR) return vx_decode_scalar(d, raw, rgb);
     if (d->type == VX_DEC_SH) return vx_decode_sh(d, d->sh_degree, raw, dir, rgb);
+    if (d->type == VX_DEC_MLP) return vx_decode_mlp(d, d->mlp, d->mlp_layers, raw, dir, rgb);
     return vx_decode_rgba(d, raw, rgb);
 }
 

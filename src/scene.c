@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "formats.h"
+#include "mlp.h"
 #include "npy.h"
 #include "piece.h"
 #include "sparse_grid.h"
@@ -78,8 +79,8 @@ static int vx__pick(const char *s, const char *const *names, const char *file, c
 
 static int vx__parse_decoder(const cJSON *j, const char *file, vx_scene *s) {
     static const char *keys[] = {"type", "density_activation", "color_activation", "density_scale", "degree",
-                                 "window", "transfer_function", "preset", "shading", NULL};
-    static const char *types[] = {"rgba", "sh", "scalar", NULL};
+                                 "window", "transfer_function", "preset", "shading", "layers", "weights", NULL};
+    static const char *types[] = {"rgba", "sh", "scalar", "mlp", NULL};
     static const char *dacts[] = {"relu", "softplus", "exp", "none", NULL};
     vx_decoder *d = &s->dec;
     const char *str = NULL;
@@ -87,7 +88,7 @@ static int vx__parse_decoder(const cJSON *j, const char *file, vx_scene *s) {
     if (!cJSON_IsObject(j)) return vx_error("%s: 'decoder' must be an object", file);
     if (vx__check_keys(j, keys, file, "decoder.")) return -1;
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "type");
-    if (!t) return vx_error("%s: 'decoder.type' is missing (rgba, sh or scalar)", file);
+    if (!t) return vx_error("%s: 'decoder.type' is missing (rgba, sh, scalar or mlp)", file);
     if (vx__str(t, file, "decoder.type", &str) || vx__pick(str, types, file, "decoder.type", &type)) return -1;
     memset(d, 0, sizeof *d);
     d->type = type;
@@ -101,13 +102,37 @@ static int vx__parse_decoder(const cJSON *j, const char *file, vx_scene *s) {
     }
     if (type == VX_DEC_RGBA) d->color_act = VX_CACT_CLAMP;
     if (type == VX_DEC_SH) d->color_act = VX_CACT_PLENOXELS;
+    if (type == VX_DEC_MLP) d->color_act = VX_CACT_SIGMOID;
     if ((v = cJSON_GetObjectItemCaseSensitive(j, "color_activation"))) {
         if (vx__str(v, file, "decoder.color_activation", &str)) return -1;
         if (type == VX_DEC_RGBA && !strcmp(str, "clamp")) d->color_act = VX_CACT_CLAMP;
         else if (type != VX_DEC_SCALAR && !strcmp(str, "sigmoid")) d->color_act = VX_CACT_SIGMOID;
         else if (type == VX_DEC_SH && !strcmp(str, "plenoxels")) d->color_act = VX_CACT_PLENOXELS;
         else return vx_error("%s: 'decoder.color_activation' = '%s' is not valid for the %s decoder (%s)", file, str,
-                             types[type], type == VX_DEC_RGBA ? "clamp, sigmoid" : type == VX_DEC_SH ? "plenoxels, sigmoid" : "none apply");
+                             types[type], type == VX_DEC_RGBA ? "clamp, sigmoid" : type == VX_DEC_SH ? "plenoxels, sigmoid" :
+                             type == VX_DEC_MLP ? "sigmoid" : "none apply");
+    }
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(j, "layers"), *weights = cJSON_GetObjectItemCaseSensitive(j, "weights");
+    if (type != VX_DEC_MLP && (layers || weights))
+        return vx_error("%s: 'decoder.layers' and 'decoder.weights' only apply to the mlp decoder", file);
+    if (type == VX_DEC_MLP) {
+        double nl = 2;
+        if (layers && vx__num(layers, file, "decoder.layers", 1, 2, &nl)) return -1;
+        if (nl != floor(nl)) return vx_error("%s: 'decoder.layers' must be 1 or 2", file);
+        d->mlp_layers = (int)nl;
+        if (!weights) return vx_error("%s: 'decoder.weights' is missing (the mlp's .npy, relative to the manifest)", file);
+        char dir[1024], wpath[2048];
+        if (vx__str(weights, file, "decoder.weights", &str)) return -1;
+        vx_dirname(file, dir, sizeof dir);
+        if (vx_path_join(dir, str, wpath, sizeof wpath)) return -1;
+        free(s->mlp);
+        s->mlp = NULL;
+        if (vx_mlp_load(wpath, d->mlp_layers, &s->mlp)) {
+            char m2[1024];
+            snprintf(m2, sizeof m2, "%s", vx_errmsg());
+            return vx_error("%s: decoder.weights: %s", file, m2);
+        }
+        d->mlp = s->mlp;
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(j, "degree"))) {
         double deg;
@@ -381,7 +406,12 @@ int vx_scene_load(const char *path, const vx_load_opts *opts, vx_scene *s) {
     return rc;
 }
 
-void vx_scene_free(vx_scene *s) { vx_grid_free(&s->grid); }
+void vx_scene_free(vx_scene *s) {
+    vx_grid_free(&s->grid);
+    free(s->mlp);
+    s->mlp = NULL;
+    s->dec.mlp = NULL;
+}
 
 void vx_scene_find_content(vx_scene *s) {
     const vx_grid *g = &s->grid;

@@ -87,8 +87,8 @@ void vx_fog_decoder(vx_decoder *d, float vmax) {
 
 int vx_decoder_validate(const vx_decoder *d, int channels, const char *where) {
     int need = vx_decoder_channels(d);
-    static const char *names[] = {"rgba", "sh", "scalar"};
-    if (d->type < 0 || d->type > 2) return vx_error("%s: unknown decoder type", where);
+    static const char *names[] = {"rgba", "sh", "scalar", "mlp"};
+    if (d->type < 0 || d->type > 3) return vx_error("%s: unknown decoder type", where);
     if (d->type == VX_DEC_SH && (d->sh_degree < 0 || d->sh_degree > 3))
         return vx_error("%s: sh degree %d is outside 0..3", where, d->sh_degree);
     if (need != channels)
@@ -96,6 +96,14 @@ int vx_decoder_validate(const vx_decoder *d, int channels, const char *where) {
                         d->type == VX_DEC_SH ? " at this degree" : "", need, channels);
     if (!isfinite(d->density_scale) || d->density_scale < 0)
         return vx_error("%s: density_scale must be a finite number >= 0", where);
+    if (d->type == VX_DEC_MLP) {
+        if (d->mlp_layers < 1 || d->mlp_layers > 2)
+            return vx_error("%s: mlp decoder: %d hidden layers (1 or 2)", where, d->mlp_layers);
+        if (!d->mlp) return vx_error("%s: mlp decoder has no weights", where);
+        for (int i = 0, n = vx_mlp_weight_count(d->mlp_layers); i < n; i++)
+            if (!(fabsf(d->mlp[i]) <= 1e6f)) /* also NaN */
+                return vx_error("%s: mlp weight %d is %g (weights must be finite, within +-1e6)", where, i, d->mlp[i]);
+    }
     if (d->type == VX_DEC_SCALAR) {
         if (!isfinite(d->window_lo) || !isfinite(d->window_hi) || !(d->window_hi > d->window_lo))
             return vx_error("%s: window [%g, %g] must be finite with lo < hi", where, d->window_lo, d->window_hi);

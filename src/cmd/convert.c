@@ -16,6 +16,7 @@
 #ifdef VX_HAVE_NANOVDB
 #include "formats/nvdb.h"
 #endif
+#include "mlp.h"
 #include "npy.h"
 #include "outputs.h"
 #include "scene.h"
@@ -63,7 +64,7 @@ static cJSON *vx__vec(const double *v, int n) {
 
 static cJSON *vx__decoder_json(const vx_decoder *d) {
     cJSON *o = cJSON_CreateObject();
-    static const char *types[] = {"rgba", "sh", "scalar"};
+    static const char *types[] = {"rgba", "sh", "scalar", "mlp"};
     cJSON_AddStringToObject(o, "type", types[d->type]);
     cJSON_AddNumberToObject(o, "density_scale", d->density_scale);
     if (d->type == VX_DEC_SCALAR) {
@@ -80,6 +81,10 @@ static cJSON *vx__decoder_json(const vx_decoder *d) {
         cJSON_AddStringToObject(o, "density_activation", vx__dact_name(d->density_act));
         cJSON_AddStringToObject(o, "color_activation", vx__cact_name(d->color_act));
         if (d->type == VX_DEC_SH) cJSON_AddNumberToObject(o, "degree", d->sh_degree);
+        if (d->type == VX_DEC_MLP) {
+            cJSON_AddNumberToObject(o, "layers", d->mlp_layers);
+            cJSON_AddStringToObject(o, "weights", "mlp.npy");
+        }
     }
     return o;
 }
@@ -242,20 +247,23 @@ int vx_cmd_convert(int argc, char **argv) {
     } else if (dense && s.grid.sparse) rc = vx_grid_densify(&s.grid);
     const char *file = g->sparse ? "grid.sparse.npz" : "grid.npy";
 
-    char gpath[4096], json[4096], probe[4096];
+    char gpath[4096], json[4096], probe[4096], wpath[4096];
     vx_path_join(out, file, gpath, sizeof gpath);
     vx_path_join(out, "scene.json", json, sizeof json);
+    vx_path_join(out, "mlp.npy", wpath, sizeof wpath); /* the mlp decoder's weights travel with the grid */
+    int mlp = s.dec.type == VX_DEC_MLP;
     snprintf(probe, sizeof probe, "%s/.", out);
     char data_file[1024];
     vx_format_data_file(s.grid.source, &lo, data_file, sizeof data_file);
-    const char *outs[2] = {gpath, json}, *flags[2] = {"OUTDIR", "OUTDIR"};
+    const char *outs[3] = {gpath, json, wpath}, *flags[3] = {"OUTDIR", "OUTDIR", "OUTDIR"};
     const char *ins[4] = {in, s.path, s.grid.source, data_file[0] ? data_file : NULL};
-    if (rc == 0) rc = vx_mkdirs_for(probe) || vx_outputs_prepare(outs, flags, 2, ins, 4, 1) ? -1 : 0;
+    if (rc == 0) rc = vx_mkdirs_for(probe) || vx_outputs_prepare(outs, flags, mlp ? 3 : 2, ins, 4, 1) ? -1 : 0;
     char *text = NULL;
     if (rc == 0) {
         vx_outputs_stage_begin(); /* both files or neither */
         rc = g->sparse ? vx_sparse_write(gpath, g, half, deflate ? VX_SPARSE_DEFLATE : VX_SPARSE_STORE)
                        : vx_npy_write_grid(gpath, g, half);
+        if (rc == 0 && mlp) rc = vx_mlp_save(wpath, s.dec.mlp_layers, s.dec.mlp);
         if (rc == 0) {
             text = vx__manifest(&s, g, vx__basename(in), file);
             rc = text ? vx_write_file_atomic(json, text, strlen(text))

@@ -28,7 +28,7 @@ static int vx__count_empty(void *p, const float *v, size_t n, size_t weight) {
 }
 
 static const char *vx__dec_name(const vx_decoder *d) {
-    return d->type == VX_DEC_RGBA ? "rgba" : d->type == VX_DEC_SH ? "sh" : "scalar";
+    return d->type == VX_DEC_RGBA ? "rgba" : d->type == VX_DEC_SH ? "sh" : d->type == VX_DEC_MLP ? "mlp" : "scalar";
 }
 
 int vx_cmd_info(int argc, char **argv) {
@@ -92,6 +92,9 @@ int vx_cmd_info(int argc, char **argv) {
     const vx_decoder *d = &s.dec;
     printf("decoder:    %s", vx__dec_name(d));
     if (d->type == VX_DEC_SH) printf(" degree %d", d->sh_degree);
+    if (d->type == VX_DEC_MLP)
+        printf(" %d-%d%s-3 (%d hidden layer%s, %d weights)", VX_MLP_IN, VX_MLP_WIDTH, d->mlp_layers == 2 ? "-64" : "",
+               d->mlp_layers, d->mlp_layers == 2 ? "s" : "", vx_mlp_weight_count(d->mlp_layers));
     if (d->type == VX_DEC_SCALAR) printf(" window [%g, %g], %d control points", d->window_lo, d->window_hi, d->tf_n);
     printf(", density_scale %g\n", d->density_scale);
     for (int ch = 0; ch < g->nc; ch++) {

@@ -17,6 +17,7 @@
 #include "vx_common.h"
 #include "cuda_render.h"
 #include "gpu_test.h"
+#include "mlp.h"
 #include "sparse_grid.h"
 
 /* Camera at eye looking at target, +Y up, horizontal fov in degrees (built here so the
@@ -289,7 +290,10 @@ static void test_random_decoders(void **state) {
         {"sh2", VX_DEC_SH, 2, 28, VX_DACT_RELU, VX_CACT_SIGMOID},
         {"sh3", VX_DEC_SH, 3, 49, VX_DACT_RELU, VX_CACT_PLENOXELS},
         {"scalar + tf", VX_DEC_SCALAR, 0, 1, VX_DACT_RELU, VX_CACT_CLAMP},
+        {"mlp 1 hidden layer", VX_DEC_MLP, 1, VX_MLP_CHANNELS, VX_DACT_RELU, VX_CACT_SIGMOID},
+        {"mlp 2 hidden layers", VX_DEC_MLP, 2, VX_MLP_CHANNELS, VX_DACT_RELU, VX_CACT_SIGMOID},
     };
+    float mlp[VX_MLP_MAX_WEIGHTS]; /* the mlp cases' weights: fresh per run, PyTorch's initial range, x3 */
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         int nx = 40 + (int)frand(0, 9), ny = 36 + (int)frand(0, 9), nz = 44 + (int)frand(0, 9);
         float w2i[12], ctr[3], rad;
@@ -304,6 +308,13 @@ static void test_random_decoders(void **state) {
         dec.density_act = cases[t].dact;
         dec.color_act = cases[t].cact;
         dec.density_scale = 4.0f;
+        if (dec.type == VX_DEC_MLP) {
+            dec.sh_degree = 0;
+            dec.mlp_layers = cases[t].deg;
+            vx_mlp_init(dec.mlp_layers, g_seed + (unsigned)t, mlp);
+            for (int i = 0; i < vx_mlp_weight_count(dec.mlp_layers); i++) mlp[i] *= 3.0f; /* colours across [0, 1] */
+            dec.mlp = mlp;
+        }
         if (dec.type == VX_DEC_SCALAR) {
             dec.shade = 1; /* gradient shading: six more fetches per sample on both sides */
             dec.window_lo = 0.0f;
