@@ -18,7 +18,9 @@ extern "C" {
 
 /* Optimiser and regulariser settings (defaults from vx_fit_hparams_default). */
 typedef struct {
-    float lr_sigma, lr_sh;      /* Adam step sizes for raw density and for SH coefficients */
+    float lr_sigma, lr_sh;      /* Adam step sizes for raw density and for SH coefficients
+                                 * (the mlp decoder's features take lr_sh) */
+    float lr_mlp;               /* Adam step size of the mlp decoder's weights (decays alike) */
     float lr_final_factor;      /* learning rates decay exponentially to lr * this at the end */
     float beta1, beta2, eps;    /* Adam */
     float tv_sigma, tv_sh;      /* TV weights (density, SH) */
@@ -37,8 +39,14 @@ void vx_fit_hparams_default(vx_fit_hparams *h);
 
 /* The model. Arrays are voxel-major like vx_grid: (z, y, x, c) with c innermost. */
 typedef struct {
-    int nx, ny, nz, nc;         /* lattice and channels (1 + 3 (deg+1)^2) */
+    int nx, ny, nz, nc;         /* lattice and channels (1 + 3 (deg+1)^2; mlp: 16) */
     int sh_degree;
+    int mlp_layers;             /* 0: the sh decoder; 1 or 2: the mlp decoder (decode.h) */
+    float *mlp, *mlp_grad, *mlp_m, *mlp_v; /* its packed weights, dL/dweights, Adam moments
+                                 * (not per voxel: resampling and pruning keep them) */
+    float *mlp_tgrad;           /* CPU: dL/dweights per thread (mlp_threads arrays), summed
+                                 * into mlp_grad after each batch: no atomics per weight */
+    int mlp_threads;
     double box_lo[3], box_hi[3]; /* world box; samples at cell centres (align_corners 0) */
     float step;                 /* segment length as a fraction of the smallest voxel size */
     float density_scale;        /* sigma = density_scale * relu(raw) */
@@ -117,6 +125,9 @@ void vx_fit_sample_batch_map(const vx_dataset *d, uint64_t seed, const struct vx
 int vx_fit_model_init_cpu(vx_fit_model *f, const int res[3], int sh_degree, const double lo[3],
                           const double hi[3], float step, float density_scale, const float bg[3],
                           float init_sigma);
+/* Turn a freshly initialised model into the mlp decoder's: 16 channels (density as it
+ * was, features zero) and `layers` hidden layers with vx_mlp_init(layers, seed) weights. */
+int vx_fit_model_use_mlp_cpu(vx_fit_model *f, int layers, unsigned seed);
 void vx_fit_model_free(vx_fit_model *f);
 
 /* Recompute mp (w2i, box, dt) after the lattice changed. stop: early termination on T. */
@@ -142,6 +153,9 @@ double vx_fit_tv_backward_cpu(vx_fit_model *f, float w_sigma, float w_sh, float 
 /* One Adam step on every alive voxel with learning rates lr_sigma (channel 0) and lr_sh.
  * The step consumes the gradient: the alive voxels' entries are zero afterwards. */
 void vx_fit_adam_step_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr_sigma, float lr_sh);
+/* Adam on the mlp decoder's weights (dense: every sample uses every weight), step size lr;
+ * after vx_fit_adam_step_cpu, whose step count it shares. No-op for the sh decoder. */
+void vx_fit_adam_step_mlp_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr);
 
 /* Rebuild the occupancy grid from the current densities (cells of `cell` voxels). */
 int vx_fit_occupancy_build_cpu(vx_fit_model *f, int cell);

@@ -21,6 +21,7 @@ typedef struct {
     int batch, occ_cell;
     uint64_t ray_seed, tv_seed;
     float lr_sigma, lr_sh, tv_sigma, tv_sh;
+    float lr_mlp;      /* the mlp decoder's weights (unused by the sh decoder) */
     const vx_fit_hparams *hp;
     vx_fit_errmap *map;
 } vx_fit_step;

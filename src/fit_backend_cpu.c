@@ -68,6 +68,7 @@ static int vx__step(vx_fit_backend *b, const vx_fit_step *s, double *loss) {
     if (s->tv_sigma > 0 || s->tv_sh > 0)
         vx_fit_tv_backward_cpu(b->f, s->tv_sigma, s->tv_sh, s->hp->tv_fraction, s->tv_seed, s->hp->tv_eps);
     vx_fit_adam_step_cpu(b->f, s->hp, s->lr_sigma, s->lr_sh);
+    vx_fit_adam_step_mlp_cpu(b->f, s->hp, s->lr_mlp);
     return 0;
 }
 

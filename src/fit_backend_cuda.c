@@ -16,6 +16,8 @@ struct vx_fit_backend {
 };
 
 static int vx__create(vx_fit_backend **out, vx_fit_model *f, const vx_dataset *train, int batch) {
+    if (f->mlp_layers) /* fit.c moves an mlp fit to the CPU and says so; nothing else may ask */
+        return vx_error("fit: the mlp decoder has no CUDA training kernel yet (use --backend cpu)");
     vx_fit_backend *b = vx_calloc(1, sizeof *b, "fit CUDA backend");
     if (!b) return -1;
     b->f = f;

@@ -8,8 +8,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "fit_march.h"
+#include "mlp.h"
 #include "npy.h"
 #include "render.h"
 #include "sparse_grid.h"
@@ -20,6 +24,7 @@ void vx_fit_hparams_default(vx_fit_hparams *h) {
     memset(h, 0, sizeof *h);
     h->lr_sigma = 0.5f;
     h->lr_sh = 0.02f;
+    h->lr_mlp = 1e-3f; /* DirectVoxGO's rgbnet rate */
     h->lr_final_factor = 0.05f;
     h->beta1 = 0.9f;
     h->beta2 = 0.99f;
@@ -170,6 +175,13 @@ void vx_fit_as_scene(const vx_fit_model *f, vx_scene *s) {
     s->dec.sh_degree = f->sh_degree;
     s->dec.density_act = VX_DACT_RELU;
     s->dec.color_act = VX_CACT_PLENOXELS;
+    if (f->mlp_layers) {
+        s->dec.type = VX_DEC_MLP;
+        s->dec.sh_degree = 0;
+        s->dec.color_act = VX_CACT_SIGMOID;
+        s->dec.mlp_layers = f->mlp_layers;
+        s->dec.mlp = f->mlp; /* borrowed like the grid */
+    }
     s->dec.density_scale = f->density_scale;
     for (int c = 0; c < 3; c++) s->background[c] = f->bg[c];
     s->step = f->step;
@@ -218,7 +230,42 @@ int vx_fit_model_init_cpu(vx_fit_model *f, const int res[3], int sh_degree, cons
     return 0;
 }
 
-void vx_fit_model_free(vx_fit_model *f) { vx__free_arrays(f); }
+int vx_fit_model_use_mlp_cpu(vx_fit_model *f, int layers, unsigned seed) {
+    if (layers < 1 || layers > 2) return vx_error("fit: the mlp decoder has 1 or 2 hidden layers, not %d", layers);
+    if (f->table || f->t) return vx_error("fit: the mlp decoder is chosen before training, on a dense model");
+    size_t nv = vx_fit_storage_voxels(f);
+    float *dens = vx_malloc(nv * sizeof(float), "fit initial density");
+    if (!dens) return -1;
+    for (size_t i = 0; i < nv; i++) dens[i] = f->data[i * f->nc];
+    vx__free_arrays(f);
+    f->nc = VX_MLP_CHANNELS;
+    f->mlp_layers = layers;
+    size_t nw = (size_t)vx_mlp_weight_count(layers);
+    f->mlp = vx_calloc(nw, sizeof(float), "fit mlp weights");
+    f->mlp_grad = vx_calloc(nw, sizeof(float), "fit mlp gradient");
+    f->mlp_m = vx_calloc(nw, sizeof(float), "fit mlp Adam first moment");
+    f->mlp_v = vx_calloc(nw, sizeof(float), "fit mlp Adam second moment");
+    f->mlp_threads = 1;
+#ifdef _OPENMP
+    f->mlp_threads = omp_get_max_threads();
+#endif
+    f->mlp_tgrad = vx_calloc((size_t)f->mlp_threads * nw, sizeof(float), "fit mlp gradient per thread");
+    if (!f->mlp || !f->mlp_grad || !f->mlp_m || !f->mlp_v || !f->mlp_tgrad || vx__alloc_arrays(f, 0)) {
+        free(dens);
+        vx_fit_model_free(f);
+        return -1;
+    }
+    for (size_t i = 0; i < nv; i++) f->data[i * f->nc] = dens[i]; /* features zero, as DirectVoxGO starts */
+    free(dens);
+    vx_mlp_init(layers, seed, f->mlp);
+    return vx_fit_update_params(f, f->mp.stop);
+}
+
+void vx_fit_model_free(vx_fit_model *f) {
+    vx__free_arrays(f);
+    free(f->mlp); free(f->mlp_grad); free(f->mlp_m); free(f->mlp_v); free(f->mlp_tgrad);
+    f->mlp = f->mlp_grad = f->mlp_m = f->mlp_v = f->mlp_tgrad = NULL;
+}
 
 void vx_fit_zero_grad_cpu(vx_fit_model *f) {
     memset(f->grad, 0, vx_fit_storage_voxels(f) * f->nc * sizeof(float));
@@ -234,8 +281,20 @@ double vx_fit_rays_backward_cpu(vx_fit_model *f, const vx_fit_batch *b, float *o
     vx_fit_reg reg = {f->reg_sparsity / (float)b->n, f->reg_distortion / (float)b->n};
     int on = vx_fit_reg_on(&reg);
     double loss = 0.0, rloss = 0.0;
-    #pragma omp parallel for schedule(dynamic, 64) reduction(+ : loss, rloss)
+    /* the mlp weights' gradient: one array per thread, summed after (no atomics per weight) */
+    int nthreads = f->mlp_threads, nw = f->mlp_layers ? vx_mlp_weight_count(f->mlp_layers) : 0;
+    float *tg = nw ? f->mlp_tgrad : NULL;
+    int team = 1; /* no more threads than per-thread arrays */
+#ifdef _OPENMP
+    team = tg ? nthreads : omp_get_max_threads();
+#endif
+    if (tg) memset(tg, 0, (size_t)nthreads * nw * sizeof(float));
+    #pragma omp parallel for schedule(dynamic, 64) reduction(+ : loss, rloss) num_threads(team)
     for (int r = 0; r < b->n; r++) {
+        int tid = 0;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
         vx_vec3 o = vx_v3(b->origin[3 * r], b->origin[3 * r + 1], b->origin[3 * r + 2]);
         vx_vec3 d = vx_v3(b->dir[3 * r], b->dir[3 * r + 1], b->dir[3 * r + 2]);
         vx_fit_reg_sums sums;
@@ -244,11 +303,14 @@ double vx_fit_rays_backward_cpu(vx_fit_model *f, const vx_fit_batch *b, float *o
         float g[3];
         loss += vx_fit_mse_backward(fwd.rgb, b->target + 3 * r, scale, g);
         if (on) rloss += vx_fit_reg_loss(&reg, &sums);
-        vx_fit_march_backward(m, &L, f->data, f->occ, o, d, &fwd, g, f->grad, f->track_wmax ? f->wmax : NULL, NULL,
-                              on ? &reg : NULL, &sums);
+        vx_fit_march_backward_ex(m, &L, f->data, f->occ, o, d, &fwd, g, f->grad, f->track_wmax ? f->wmax : NULL, NULL,
+                                 on ? &reg : NULL, &sums, tg ? tg + (size_t)tid * nw : NULL);
         if (out_rgb)
             for (int c = 0; c < 3; c++) out_rgb[3 * r + c] = fwd.rgb[c];
     }
+    if (tg)
+        for (int t = 0; t < nthreads; t++)
+            for (int i = 0; i < nw; i++) f->mlp_grad[i] += tg[(size_t)t * nw + i];
     f->reg_loss = rloss;
     return loss;
 }
@@ -289,6 +351,17 @@ void vx_fit_adam_step_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr_sig
              * clear (dead voxels' entries are never read) */
             f->grad[i + c] = 0.0f;
         }
+    }
+}
+
+void vx_fit_adam_step_mlp_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr) {
+    if (!f->mlp_layers) return;
+    float bc1 = (float)(1.0 - pow(h->beta1, (double)f->t)), bc2 = (float)(1.0 - pow(h->beta2, (double)f->t));
+    for (int i = 0, n = vx_mlp_weight_count(f->mlp_layers); i < n; i++) {
+        /* dense: every weight is shared by every sample, so every step moves it */
+        vx_fit_adam_update(f->mlp + i, f->mlp_m + i, f->mlp_v + i, f->mlp_grad[i], lr, h->beta1, h->beta2, h->eps,
+                           bc1, bc2, 0);
+        f->mlp_grad[i] = 0.0f;
     }
 }
 
@@ -569,10 +642,18 @@ static char *vx__manifest(const vx_fit_model *f, const char *name, const double 
     cJSON_AddItemToObject(root, "bbox_min", vx__vec(f->box_lo, 3));
     cJSON_AddItemToObject(root, "bbox_max", vx__vec(f->box_hi, 3));
     cJSON_AddBoolToObject(root, "align_corners", 0);
-    cJSON_AddStringToObject(dec, "type", "sh");
-    cJSON_AddNumberToObject(dec, "degree", f->sh_degree);
-    cJSON_AddStringToObject(dec, "density_activation", "relu");
-    cJSON_AddStringToObject(dec, "color_activation", "plenoxels");
+    if (f->mlp_layers) {
+        cJSON_AddStringToObject(dec, "type", "mlp");
+        cJSON_AddNumberToObject(dec, "layers", f->mlp_layers);
+        cJSON_AddStringToObject(dec, "weights", "mlp.npy");
+        cJSON_AddStringToObject(dec, "density_activation", "relu");
+        cJSON_AddStringToObject(dec, "color_activation", "sigmoid");
+    } else {
+        cJSON_AddStringToObject(dec, "type", "sh");
+        cJSON_AddNumberToObject(dec, "degree", f->sh_degree);
+        cJSON_AddStringToObject(dec, "density_activation", "relu");
+        cJSON_AddStringToObject(dec, "color_activation", "plenoxels");
+    }
     cJSON_AddNumberToObject(dec, "density_scale", f->density_scale);
     cJSON_AddItemToObject(root, "decoder", dec);
     cJSON_AddItemToObject(root, "background", vx__vec(bg, 3));
@@ -592,12 +673,13 @@ static char *vx__manifest(const vx_fit_model *f, const char *name, const double 
 
 int vx_fit_write_scene(const vx_fit_model *f, const char *dir, const char *name, const double cam[10],
                        vx_fit_storage storage) {
-    char gpath[4096], jpath[4096];
+    char gpath[4096], jpath[4096], wpath[4096];
     if (!dir || !dir[0]) return vx_error("fit: empty output directory");
     if (strlen(dir) > 3900) return vx_error("%s: output directory name too long", dir);
     const char *file = storage == VX_FIT_WRITE_DENSE ? "grid.npy" : "grid.sparse.npz";
     vx_path_join(dir, file, gpath, sizeof gpath);
     vx_path_join(dir, "scene.json", jpath, sizeof jpath);
+    vx_path_join(dir, "mlp.npy", wpath, sizeof wpath);
     if (vx_mkdirs_for(gpath)) return -1;
     char *text = vx__manifest(f, name, cam, file);
     if (!text) return vx_error("%s: out of memory building scene.json", jpath);
@@ -619,6 +701,7 @@ int vx_fit_write_scene(const vx_fit_model *f, const char *dir, const char *name,
         rc = storage == VX_FIT_WRITE_DENSE
                  ? vx_npy_write_grid(gpath, f->table ? &sg : &s.grid, 0)
                  : vx_sparse_write(gpath, &sg, storage == VX_FIT_WRITE_SPARSE_HALF, VX_SPARSE_DEFLATE);
+    if (rc == 0 && f->mlp_layers) rc = vx_mlp_save(wpath, f->mlp_layers, f->mlp);
     if (rc == 0) rc = vx_write_file_atomic(jpath, text, strlen(text));
     cJSON_free(text);
     vx_grid_free(&sg);

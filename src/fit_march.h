@@ -108,6 +108,79 @@ VX_HD void vx_fit_decode_sh_backward(const vx_decoder *dec, const float *raw, co
     }
 }
 
+/* Backward of the mlp decoder (decode.h vx_decode_mlp) at raw channels `raw` seen along d:
+ * draw[0] from dsigma as for the sh decoder, draw[1..15] = dL/dfeatures, and dL/dweights
+ * (packed layout) added into wgrad when it is not NULL: plain adds, the caller gives every
+ * thread its own array. The forward activations are recomputed (no per-sample storage). */
+VX_HD void vx_fit_decode_mlp_backward(const vx_decoder *dec, const float *raw, vx_vec3 d, float dsigma,
+                                      const float *drgb, float *draw, float *wgrad) {
+    const float *w = dec->mlp;
+    const int layers = dec->mlp_layers, W = VX_MLP_WIDTH;
+    draw[0] = raw[0] > 0.0f ? dsigma * dec->density_scale : 0.0f;
+    float x[VX_MLP_IN], h1[VX_MLP_WIDTH], h2[VX_MLP_WIDTH], dh[VX_MLP_WIDTH], dh1[VX_MLP_WIDTH];
+    vx_mlp_input(raw, d, x);
+    for (int o = 0; o < W; o++) h1[o] = w[VX_MLP_B0 + o];
+    for (int i = 0; i < VX_MLP_IN; i++)
+        for (int o = 0; o < W; o++) h1[o] += w[i * W + o] * x[i];
+    for (int o = 0; o < W; o++) h1[o] = vx_maxf(h1[o], 0.0f);
+    const float *w1 = w + VX_MLP_L1, *hl = h1;
+    if (layers == 2) {
+        for (int o = 0; o < W; o++) {
+            float a = w1[W * W + o];
+            for (int i = 0; i < W; i++) a += w1[o * W + i] * h1[i];
+            h2[o] = vx_maxf(a, 0.0f);
+        }
+        hl = h2;
+    }
+    const int oo = vx_mlp_out_offset(layers);
+    const float *w2 = w + oo;
+    float dout[3];
+    for (int c = 0; c < 3; c++) {
+        float a = w2[3 * W + c];
+        for (int o = 0; o < W; o++) a += w2[c * W + o] * hl[o];
+        float sg = vx_sigmoidf(a);
+        dout[c] = drgb[c] * sg * (1.0f - sg);
+    }
+    /* output layer, then back through the last hidden layer's relu */
+    for (int o = 0; o < W; o++) {
+        float g = w2[o] * dout[0] + w2[W + o] * dout[1] + w2[2 * W + o] * dout[2];
+        dh[o] = hl[o] > 0.0f ? g : 0.0f;
+    }
+    if (wgrad) {
+        float *g2 = wgrad + oo;
+        for (int c = 0; c < 3; c++) {
+            g2[3 * W + c] += dout[c];
+            for (int o = 0; o < W; o++) g2[c * W + o] += dout[c] * hl[o];
+        }
+    }
+    if (layers == 2) {
+        for (int i = 0; i < W; i++) dh1[i] = 0.0f;
+        for (int o = 0; o < W; o++) {
+            if (dh[o] == 0.0f) continue;
+            if (wgrad) {
+                float *g1 = wgrad + VX_MLP_L1;
+                g1[W * W + o] += dh[o];
+                for (int i = 0; i < W; i++) g1[o * W + i] += dh[o] * h1[i];
+            }
+            for (int i = 0; i < W; i++) dh1[i] += w1[o * W + i] * dh[o];
+        }
+        for (int i = 0; i < W; i++) dh1[i] = h1[i] > 0.0f ? dh1[i] : 0.0f;
+    } else {
+        for (int i = 0; i < W; i++) dh1[i] = dh[i];
+    }
+    if (wgrad)
+        for (int o = 0; o < W; o++) {
+            if (dh1[o] == 0.0f) continue;
+            wgrad[VX_MLP_B0 + o] += dh1[o];
+            for (int i = 0; i < VX_MLP_IN; i++) wgrad[i * W + o] += x[i] * dh1[o];
+        }
+    for (int i = 0; i < VX_MLP_FEATURES; i++) {
+        float g = 0.0f;
+        for (int o = 0; o < W; o++) g += w[i * W + o] * dh1[o];
+        draw[1 + i] = g;
+    }
+}
+
 /* The trilinear cell at index-space point p and its eight corners' entries (in
  * vx_trilinear_cell's corner order). */
 VX_HD void vx_fit_cell(const vx_fit_index *L, vx_vec3 p, vx_cell *c, size_t *idx) {
@@ -295,6 +368,8 @@ typedef struct vx_fit_backward_op {
     const vx_fit_reg *reg;  /* regulariser weights (NULL: none) and the forward's sums */
     const vx_fit_reg_sums *sums;
     vx_fit_reg_run run;
+    vx_vec3 dir;            /* the ray's direction (the mlp decoder's backward) */
+    float *mlp_grad;        /* dL/d(mlp weights), or NULL */
     VX_MARCH_OP_FUNCS(vx_fit_forward_sample, vx_fit_backward_visit)
 } vx_fit_backward_op;
 
@@ -307,7 +382,10 @@ VX_HD void vx_fit_backward_visit(void *op, const vx_composite *c, const vx_sampl
     if (f->reg)
         dsigma += vx_fit_reg_dsigma(f->reg, f->sums, &f->run, vx_maxf(f->fwd.raw[0], 0.0f) * m->dec.density_scale, w,
                                     c->T, s->tm, s->tb - s->ta);
-    vx_fit_decode_sh_backward(&m->dec, f->fwd.raw, f->b, f->nb, dsigma, drgb, draw);
+    if (m->dec.type == VX_DEC_MLP)
+        vx_fit_decode_mlp_backward(&m->dec, f->fwd.raw, f->dir, dsigma, drgb, draw, f->mlp_grad);
+    else
+        vx_fit_decode_sh_backward(&m->dec, f->fwd.raw, f->b, f->nb, dsigma, drgb, draw);
     vx_fit_trilinear_scatter(f->grad, f->fwd.L, m->nc, s->p, draw);
     if (f->wmax && w > 0.0f) {
         size_t idx[8];
@@ -318,7 +396,7 @@ VX_HD void vx_fit_backward_visit(void *op, const vx_composite *c, const vx_sampl
     }
 }
 
-/* Backward of vx_fit_march() for the sh decoder. `fwd` is vx_fit_march(m, L, data, occ, o,
+/* Backward of vx_fit_march() for the sh or mlp decoder. `fwd` is vx_fit_march(m, L, data, occ, o,
  * d) (the caller runs it; its colour is C), `g` = dL/dC. vx_march_run marches the same
  * samples again (same segments, occupancy skips and early stop) while the visit
  * accumulates dL/d(grid) into grad (atomics). If wmax is not NULL each touched voxel's
@@ -326,11 +404,13 @@ VX_HD void vx_fit_backward_visit(void *op, const vx_composite *c, const vx_sampl
  * recomputed by this pass (equals fwd) to recomputed when not NULL. reg: the regularisers'
  * weights, whose gradient is added too (NULL or both 0: none); sums is then the ray's
  * forward sums from vx_fit_march_reg. */
-VX_HD void vx_fit_march_backward(const vx_march_params *m, const vx_fit_index *L, const float *data,
-                                 const unsigned char *occ, vx_vec3 o, vx_vec3 d, const vx_ray_result *fwd,
-                                 const float *g, float *grad, float *wmax, float *recomputed, const vx_fit_reg *reg,
-                                 const vx_fit_reg_sums *sums) {
+VX_HD void vx_fit_march_backward_ex(const vx_march_params *m, const vx_fit_index *L, const float *data,
+                                    const unsigned char *occ, vx_vec3 o, vx_vec3 d, const vx_ray_result *fwd,
+                                    const float *g, float *grad, float *wmax, float *recomputed, const vx_fit_reg *reg,
+                                    const vx_fit_reg_sums *sums, float *mlp_grad) {
     vx_fit_backward_op f;
+    f.dir = d;
+    f.mlp_grad = mlp_grad;
     f.fwd = vx_fit_forward_op_make(m, L, data);
     VX_MARCH_OP_INIT(&f.fwd.op, vx_fit_forward_sample, vx_fit_backward_visit);
     f.C = fwd->rgb;
@@ -344,6 +424,14 @@ VX_HD void vx_fit_march_backward(const vx_march_params *m, const vx_fit_index *L
     vx_ray_result r = vx_march_run(m, occ, o, d, 0.0f, VX_MARCH_OP_OF(&f));
     if (recomputed)
         for (int c = 0; c < 3; c++) recomputed[c] = r.rgb[c];
+}
+
+/* The same without the mlp weights' gradient (the sh decoder; mlp: features and density only). */
+VX_HD void vx_fit_march_backward(const vx_march_params *m, const vx_fit_index *L, const float *data,
+                                 const unsigned char *occ, vx_vec3 o, vx_vec3 d, const vx_ray_result *fwd,
+                                 const float *g, float *grad, float *wmax, float *recomputed, const vx_fit_reg *reg,
+                                 const vx_fit_reg_sums *sums) {
+    vx_fit_march_backward_ex(m, L, data, occ, o, d, fwd, g, grad, wmax, recomputed, reg, sums, NULL);
 }
 
 /* ---- resampling ---------------------------------------------------------------------------- */

@@ -45,6 +45,11 @@ static void vx__fit_usage(FILE *o) {
             "                       CUDA: no limit, the clock ends the run)\n"
             "  --batch RAYS         rays per iteration (default 4096; CUDA: 65536)\n"
             "  --sh-degree D        0..3 (default 2)\n"
+            "  --decoder sh|mlp     the model: SH coefficients per voxel (default), or 15 features\n"
+            "                       per voxel decoded by a small network with the view direction\n"
+            "                       (docs/FIT.md; CPU only for now)\n"
+            "  --mlp-layers L       the network's hidden layers of 64, 1 or 2 (default 2)\n"
+            "  --lr-mlp A           Adam step size of the network's weights (default 0.001)\n"
             "  --val-every K        validation renders every K iterations, 0: only at the end\n"
             "                       (default 500; CUDA: 10000)\n"
             "  --val-views N        held-out views in the progress PSNR (default 3)\n"
@@ -151,7 +156,7 @@ int vx_cmd_fit(int argc, char **argv) {
     const char *dataset = NULL, *out = NULL, *val_split = NULL, *stage_ends = NULL;
     vx_fit_config cfg;
     vx_fit_config_default(&cfg);
-    int sh = 2, downscale = 1, has_bbox = 0, seed = 1;
+    int sh = 2, downscale = 1, has_bbox = 0, seed = 1, use_mlp = 0, mlp_layers = 2;
     double step = 0.5, lo[3], hi[3], dv;
     vx_backend_kind backend = VX_BACKEND_AUTO;
     vx_fit_storage storage = VX_FIT_WRITE_SPARSE_HALF;
@@ -165,7 +170,8 @@ int vx_cmd_fit(int argc, char **argv) {
         static const char *valued[] = {"-o", "--output", "--res", "--iters", "--batch", "--sh-degree", "--val-every",
                                        "--val-views", "--val-split", "--downscale", "--bbox", "--step", "--seed",
                                        "--lr-sigma", "--lr-sh", "--lr-final", "--tv-sigma", "--tv-sh", "--tv-until",
-                                       "--backend", "--max-seconds", "--stage-ends", "--sparsity", "--distortion", "--error-map", "--crop-keep"};
+                                       "--backend", "--max-seconds", "--stage-ends", "--sparsity", "--distortion", "--error-map", "--crop-keep",
+                                       "--decoder", "--mlp-layers", "--lr-mlp"};
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             if (!strcmp(a, valued[k]) && !need) {
                 snprintf(msg, sizeof msg, "%s needs a value", a);
@@ -176,6 +182,14 @@ int vx_cmd_fit(int argc, char **argv) {
         else if (!strcmp(a, "--iters")) { bad = vx_parse_int(a, argv[++i], 1, 100000000, &cfg.iters); set |= VX_FIT_SET_ITERS; }
         else if (!strcmp(a, "--batch")) { bad = vx_parse_int(a, argv[++i], 1, 1 << 24, &cfg.batch); set |= VX_FIT_SET_BATCH; }
         else if (!strcmp(a, "--sh-degree")) bad = vx_parse_int(a, argv[++i], 0, 3, &sh);
+        else if (!strcmp(a, "--decoder")) {
+            const char *dn = argv[++i];
+            if (!strcmp(dn, "sh")) use_mlp = 0;
+            else if (!strcmp(dn, "mlp")) use_mlp = 1;
+            else { snprintf(msg, sizeof msg, "--decoder %s: expected sh or mlp", dn); return vx_cli_usage_error("fit", msg); }
+        }
+        else if (!strcmp(a, "--mlp-layers")) bad = vx_parse_int(a, argv[++i], 1, 2, &mlp_layers);
+        else if (!strcmp(a, "--lr-mlp")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_mlp = (float)dv; }
         else if (!strcmp(a, "--val-every")) {
             bad = vx_parse_int(a, argv[++i], 0, 100000000, &cfg.val_every);
             set |= VX_FIT_SET_VAL_EVERY;
@@ -243,6 +257,16 @@ int vx_cmd_fit(int argc, char **argv) {
     /* where to train, decided once by backend.c like rendering: CUDA when asked for or
      * (auto) when a device is usable; never a silent fallback */
     char device[256];
+    if (use_mlp && backend == VX_BACKEND_CUDA) {
+        vx_error("--decoder mlp: no CUDA training kernel yet; train it with --backend cpu (or auto)");
+        rc = vx_cli_usage_error("fit", vx_errmsg());
+        vx_clear_error();
+        goto fail;
+    }
+    if (use_mlp && backend == VX_BACKEND_AUTO) {
+        fprintf(stderr, "voxray: fit: training on the CPU: the mlp decoder has no CUDA training kernel yet\n");
+        backend = VX_BACKEND_CPU;
+    }
     if (vx_backend_resolve(backend, "fit: training on the CPU", &cfg.backend, device, sizeof device)) goto fail;
     if (cfg.backend == VX_BACKEND_CUDA) {
         fprintf(stderr, "voxray: fit: training with CUDA on %s\n", device);
@@ -261,6 +285,7 @@ int vx_cmd_fit(int argc, char **argv) {
     vx_fit_model f;
     float white[3] = {1, 1, 1};
     if (vx_fit_model_init_cpu(&f, cfg.res[0], sh, lo, hi, (float)step, 0.0f, white, cfg.hp.init_sigma)) goto fail;
+    if (use_mlp && vx_fit_model_use_mlp_cpu(&f, mlp_layers, (unsigned)cfg.seed)) goto fail;
     char vdir[4200];
     vx_path_join(out, "val", vdir, sizeof vdir);
     cfg.val_dir = vdir;
