@@ -48,16 +48,18 @@ static unsigned vx__mlp_loaded, vx__mlp_next = 1;
 /* Copy the decoder's weights into the volume (host side) under a new generation. */
 static int vx__mlp_take(vx_cuda_volume *cv, const vx_decoder *d) {
     if (d->type != VX_DEC_MLP) return 0;
-    if (!d->mlp || d->mlp_layers < 1 || d->mlp_layers > 2)
-        return vx_error("cuda render: the mlp decoder has no weights or %d hidden layers (1 or 2)", d->mlp_layers);
-    memcpy(cv->h_mlp, d->mlp, (size_t)vx_mlp_weight_count(d->mlp_layers) * sizeof(float));
+    int layers = vx_decoder_mlp_layers(d);
+    const float *w = vx_decoder_mlp_weights(d);
+    if (!w || layers < 1 || layers > 2)
+        return vx_error("cuda render: the mlp decoder has no weights or %d hidden layers (1 or 2)", layers);
+    memcpy(cv->h_mlp, w, (size_t)vx_mlp_weight_count(layers) * sizeof(float));
     cv->mlp_gen = vx__mlp_next++;
     return 0;
 }
 
 static int vx__mlp_bind(const vx_cuda_volume *cv) {
     if (cv->mp.dec.type != VX_DEC_MLP || vx__mlp_loaded == cv->mlp_gen) return 0;
-    VX_CUDA_CHECK(cudaMemcpyToSymbol(vx_c_mlp, cv->h_mlp, (size_t)vx_mlp_weight_count(cv->mp.dec.mlp_layers) * sizeof(float)));
+    VX_CUDA_CHECK(cudaMemcpyToSymbol(vx_c_mlp, cv->h_mlp, (size_t)vx_mlp_weight_count(vx_decoder_mlp_layers(&cv->mp.dec)) * sizeof(float)));
     vx__mlp_loaded = cv->mlp_gen;
     return 0;
 }
@@ -261,9 +263,9 @@ static int vx__launch_render(const vx_cuda_volume *cv, const S &store, const vx_
         break;
     case VX_DEC_MLP:
         if (vx__mlp_bind(cv)) return -1;
-        if (m.dec.mlp_layers == 1) VX_GO(VX_DEC_MLP, 1);
-        else if (m.dec.mlp_layers == 2) VX_GO(VX_DEC_MLP, 2);
-        else return vx_error("cuda render: mlp decoder with %d hidden layers (1 or 2)", m.dec.mlp_layers);
+        if (vx_decoder_mlp_layers(&m.dec) == 1) VX_GO(VX_DEC_MLP, 1);
+        else if (vx_decoder_mlp_layers(&m.dec) == 2) VX_GO(VX_DEC_MLP, 2);
+        else return vx_error("cuda render: mlp decoder with %d hidden layers (1 or 2)", vx_decoder_mlp_layers(&m.dec));
         break;
     default: return vx_error("cuda render: unknown decoder type %d", m.dec.type);
     }
@@ -295,8 +297,8 @@ static int vx__check_params(const vx_march_params *mp, int nx, int ny, int nz, i
     int need = vx_decoder_channels(&mp->dec);
     if (mp->dec.type == VX_DEC_SH && (mp->dec.sh_degree < 0 || mp->dec.sh_degree > 3))
         return vx_error("cuda render: sh degree %d is not in 0..3", mp->dec.sh_degree);
-    if (mp->dec.type == VX_DEC_MLP && (mp->dec.mlp_layers < 1 || mp->dec.mlp_layers > 2))
-        return vx_error("cuda render: mlp decoder with %d hidden layers (1 or 2)", mp->dec.mlp_layers);
+    if (mp->dec.type == VX_DEC_MLP && (vx_decoder_mlp_layers(&mp->dec) < 1 || vx_decoder_mlp_layers(&mp->dec) > 2))
+        return vx_error("cuda render: mlp decoder with %d hidden layers (1 or 2)", vx_decoder_mlp_layers(&mp->dec));
     if (need > nc) return vx_error("cuda render: the decoder needs %d channels, the grid has %d", need, nc);
     if (need % 4 == 0 && nc % 4 != 0)
         return vx_error("cuda render: %d channels with a %d-channel decoder is not supported "
@@ -403,7 +405,8 @@ extern "C" int vx_volume_upload_cuda(vx_cuda_volume **out, const vx_volume *v, c
     vx_cuda_volume *cv = (vx_cuda_volume *)vx_calloc(1, sizeof *cv, "CUDA volume");
     if (!cv) return -1;
     cv->mp = v->mp;
-    cv->mp.dec.mlp = NULL; /* the kernels read vx_c_mlp; the host pointer may not outlive the scene */
+    if (cv->mp.dec.type == VX_DEC_MLP) /* the kernels read vx_c_mlp; the host pointer may not outlive the scene */
+        vx_decoder_set_mlp(&cv->mp.dec, vx_decoder_mlp_layers(&cv->mp.dec), NULL);
     cv->half = half;
     if (vx__mlp_take(cv, &v->mp.dec) || vx__upload_grid(cv, g) ||
         vx_cuda_alloc((void **)&cv->d_counters, 2 * sizeof(unsigned long long), "frame counters") ||
@@ -419,12 +422,13 @@ extern "C" int vx_volume_update_cuda(vx_cuda_volume *cv, const vx_volume *v) {
     const vx_march_params *mp = &v->mp;
     if (vx__check_params(mp, cv->mp.nx, cv->mp.ny, cv->mp.nz, cv->mp.nc)) return -1;
     vx_decoder was = cv->mp.dec;
-    was.mlp = mp->dec.mlp; /* the volume keeps its own copy of the weights, not the pointer */
+    if (was.type == VX_DEC_MLP) /* the volume keeps its own copy of the weights, not the pointer */
+        vx_decoder_set_mlp(&was, vx_decoder_mlp_layers(&was), vx_decoder_mlp_weights(&mp->dec));
     int rebuild = memcmp(&mp->dec, &was, sizeof mp->dec) || mp->occ_b != cv->mp.occ_b ||
                   memcmp(mp->occ_n, cv->mp.occ_n, sizeof mp->occ_n);
     if (vx__mlp_take(cv, &mp->dec)) return -1;
     cv->mp = *mp;
-    cv->mp.dec.mlp = NULL;
+    if (cv->mp.dec.type == VX_DEC_MLP) vx_decoder_set_mlp(&cv->mp.dec, vx_decoder_mlp_layers(&cv->mp.dec), NULL);
     return rebuild ? vx__occ_update(cv, v) : 0;
 }
 

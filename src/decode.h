@@ -4,6 +4,8 @@
 #ifndef VX_DECODE_H
 #define VX_DECODE_H
 
+#include <string.h>
+
 #include "vx_math.h"
 
 #define VX_MAX_CHANNELS 64
@@ -23,9 +25,23 @@ typedef struct {
     int tf_n;            /* scalar: number of control points (>= 2) */
     int shade;           /* scalar: light by the interpolated gradient (march.h vx_shade) */
     float tf[VX_TF_MAX][5]; /* scalar: [v, r, g, b, sigma], v ascending in [0,1] */
-    int mlp_layers;      /* mlp: hidden layers, 1 or 2 (VX_MLP_WIDTH wide) */
-    const float *mlp;    /* mlp: packed weights (vx_mlp_pack), not owned: the scene's */
 } vx_decoder;
+
+/* The mlp decoder keeps its hidden-layer count (1 or 2) in sh_degree and the address of its
+ * packed weights (vx_mlp_pack; not owned: the scene's) in the first bytes of tf, the scalar
+ * decoder's table. So vx_decoder, and the march parameters every CUDA kernel takes by
+ * value, keep their size and layout: a bigger struct moved the kernel parameters and
+ * changed the code of every render kernel (SASS compared), which would need timing anew. */
+VX_HD int vx_decoder_mlp_layers(const vx_decoder *d) { return d->sh_degree; }
+VX_HD const float *vx_decoder_mlp_weights(const vx_decoder *d) {
+    const float *w;
+    memcpy(&w, d->tf, sizeof w);
+    return w;
+}
+VX_HD void vx_decoder_set_mlp(vx_decoder *d, int layers, const float *w) {
+    d->sh_degree = layers;
+    memcpy(d->tf, &w, sizeof w);
+}
 
 /* The mlp decoder: channel 0 is raw density, channels 1..15 features. Colour is a small
  * network shared by every voxel: in = the 15 features and the view direction's degree-3
@@ -188,7 +204,8 @@ VX_HD float vx_decode_mlp(const vx_decoder *d, const float *w, int layers, const
     float out[3] = {w2[3 * VX_MLP_WIDTH], w2[3 * VX_MLP_WIDTH + 1], w2[3 * VX_MLP_WIDTH + 2]};
     if (layers == 2) { /* each second-layer unit feeds the outputs as soon as it is known */
         const float *w1 = w + VX_MLP_L1;
-        VX_NO_UNROLL /* a loop: unrolled, its 4 k FMAs cost ptxas minutes per kernel and gain nothing measured */
+        VX_NO_UNROLL /* loops (also over the inputs above): fully unrolled, render.cu's 16 mlp kernels took
+                      * ptxas 2 min 49 s instead of 16 s; the run-time difference is not measured yet */
         for (int o = 0; o < VX_MLP_WIDTH; o++) {
             float a = w1[VX_MLP_WIDTH * VX_MLP_WIDTH + o];
             VX_UNROLL
@@ -214,7 +231,12 @@ VX_HD float vx_decode_mlp(const vx_decoder *d, const float *w, int layers, const
 VX_HD float vx_decode(const vx_decoder *d, const float *raw, vx_vec3 dir, float *rgb) {
     if (d->type == VX_DEC_SCALAR) return vx_decode_scalar(d, raw, rgb);
     if (d->type == VX_DEC_SH) return vx_decode_sh(d, d->sh_degree, raw, dir, rgb);
-    if (d->type == VX_DEC_MLP) return vx_decode_mlp(d, d->mlp, d->mlp_layers, raw, dir, rgb);
+#ifndef __CUDA_ARCH__ /* host only: the weights' address is a host one. CUDA decodes the mlp in render.cu alone,
+                       * from constant memory; the fit's kernels refuse an mlp model (fit_backend_cuda.c), the
+                       * HDDA kernel any decoder but scalar. Left out of device code, the kernels that call
+                       * this compile as they did before the mlp decoder existed. */
+    if (d->type == VX_DEC_MLP) return vx_decode_mlp(d, vx_decoder_mlp_weights(d), vx_decoder_mlp_layers(d), raw, dir, rgb);
+#endif
     return vx_decode_rgba(d, raw, rgb);
 }
 

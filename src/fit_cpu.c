@@ -177,10 +177,8 @@ void vx_fit_as_scene(const vx_fit_model *f, vx_scene *s) {
     s->dec.color_act = VX_CACT_PLENOXELS;
     if (f->mlp_layers) {
         s->dec.type = VX_DEC_MLP;
-        s->dec.sh_degree = 0;
         s->dec.color_act = VX_CACT_SIGMOID;
-        s->dec.mlp_layers = f->mlp_layers;
-        s->dec.mlp = f->mlp; /* borrowed like the grid */
+        vx_decoder_set_mlp(&s->dec, f->mlp_layers, f->mlp); /* borrowed like the grid */
     }
     s->dec.density_scale = f->density_scale;
     for (int c = 0; c < 3; c++) s->background[c] = f->bg[c];

@@ -119,7 +119,7 @@ static int vx__parse_decoder(const cJSON *j, const char *file, vx_scene *s) {
         double nl = 2;
         if (layers && vx__num(layers, file, "decoder.layers", 1, 2, &nl)) return -1;
         if (nl != floor(nl)) return vx_error("%s: 'decoder.layers' must be 1 or 2", file);
-        d->mlp_layers = (int)nl;
+        int nlayers = (int)nl;
         if (!weights) return vx_error("%s: 'decoder.weights' is missing (the mlp's .npy, relative to the manifest)", file);
         char dir[1024], wpath[2048];
         if (vx__str(weights, file, "decoder.weights", &str)) return -1;
@@ -127,12 +127,12 @@ static int vx__parse_decoder(const cJSON *j, const char *file, vx_scene *s) {
         if (vx_path_join(dir, str, wpath, sizeof wpath)) return -1;
         free(s->mlp);
         s->mlp = NULL;
-        if (vx_mlp_load(wpath, d->mlp_layers, &s->mlp)) {
+        if (vx_mlp_load(wpath, nlayers, &s->mlp)) {
             char m2[1024];
             snprintf(m2, sizeof m2, "%s", vx_errmsg());
             return vx_error("%s: decoder.weights: %s", file, m2);
         }
-        d->mlp = s->mlp;
+        vx_decoder_set_mlp(d, nlayers, s->mlp);
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(j, "degree"))) {
         double deg;
@@ -410,7 +410,7 @@ void vx_scene_free(vx_scene *s) {
     vx_grid_free(&s->grid);
     free(s->mlp);
     s->mlp = NULL;
-    s->dec.mlp = NULL;
+    if (s->dec.type == VX_DEC_MLP) vx_decoder_set_mlp(&s->dec, vx_decoder_mlp_layers(&s->dec), NULL);
 }
 
 void vx_scene_find_content(vx_scene *s) {

@@ -33,7 +33,7 @@ typedef struct {
     char path[1024];        /* what was opened */
     int has_content;        /* scalar volumes: content_lo/hi hold the world box of the voxels */
     double content_lo[3], content_hi[3]; /* that decode to density > 0 (the default camera frames it) */
-    float *mlp;             /* the mlp decoder's packed weights (dec.mlp points here), owned */
+    float *mlp;             /* the mlp decoder's packed weights (the decoder points here), owned */
 } vx_scene;
 
 /* Open SCENE: a manifest (.json), a directory holding scene.json, a .npy grid, or a

@@ -97,12 +97,13 @@ int vx_decoder_validate(const vx_decoder *d, int channels, const char *where) {
     if (!isfinite(d->density_scale) || d->density_scale < 0)
         return vx_error("%s: density_scale must be a finite number >= 0", where);
     if (d->type == VX_DEC_MLP) {
-        if (d->mlp_layers < 1 || d->mlp_layers > 2)
-            return vx_error("%s: mlp decoder: %d hidden layers (1 or 2)", where, d->mlp_layers);
-        if (!d->mlp) return vx_error("%s: mlp decoder has no weights", where);
-        for (int i = 0, n = vx_mlp_weight_count(d->mlp_layers); i < n; i++)
-            if (!(fabsf(d->mlp[i]) <= 1e6f)) /* also NaN */
-                return vx_error("%s: mlp weight %d is %g (weights must be finite, within +-1e6)", where, i, d->mlp[i]);
+        int layers = vx_decoder_mlp_layers(d);
+        const float *w = vx_decoder_mlp_weights(d);
+        if (layers < 1 || layers > 2) return vx_error("%s: mlp decoder: %d hidden layers (1 or 2)", where, layers);
+        if (!w) return vx_error("%s: mlp decoder has no weights", where);
+        for (int i = 0, n = vx_mlp_weight_count(layers); i < n; i++)
+            if (!(fabsf(w[i]) <= 1e6f)) /* also NaN */
+                return vx_error("%s: mlp weight %d is %g (weights must be finite, within +-1e6)", where, i, w[i]);
     }
     if (d->type == VX_DEC_SCALAR) {
         if (!isfinite(d->window_lo) || !isfinite(d->window_hi) || !(d->window_hi > d->window_lo))

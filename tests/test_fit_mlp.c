@@ -274,7 +274,7 @@ static void test_write_scene_roundtrip(void **state) {
         vx_scene s;
         if (vx_scene_load(dir, NULL, &s)) { fprintf(stderr, "%s\n", vx_errmsg()); fail(); }
         assert_int_equal(s.dec.type, VX_DEC_MLP);
-        assert_int_equal(s.dec.mlp_layers, 2);
+        assert_int_equal(vx_decoder_mlp_layers(&s.dec), 2);
         assert_memory_equal(s.mlp, f.mlp, (size_t)vx_mlp_weight_count(2) * sizeof(float));
         vx_render_opts o;
         vx_render_opts_default(&o);

@@ -78,8 +78,8 @@ static void test_decode_matches_reference(void **state) {
         vx_mlp_pack(layers, f, packed);
         vx_mlp_unpack(layers, packed, back);
         assert_memory_equal(f, back, (size_t)n * sizeof(float));
-        vx_decoder dec = {.type = VX_DEC_MLP, .density_scale = (float)vx_test_uniform(0.5, 3), .mlp_layers = layers,
-                          .mlp = packed, .color_act = VX_CACT_SIGMOID};
+        vx_decoder dec = {.type = VX_DEC_MLP, .density_scale = (float)vx_test_uniform(0.5, 3), .color_act = VX_CACT_SIGMOID};
+        vx_decoder_set_mlp(&dec, layers, packed);
         assert_int_equal(vx_decoder_channels(&dec), VX_MLP_CHANNELS);
         assert_int_equal(vx_decoder_validate(&dec, VX_MLP_CHANNELS, "test"), 0);
         double maxerr = 0;
@@ -107,17 +107,18 @@ static void test_decode_sees_every_weight(void **state) {
     float f[VX_MLP_MAX_WEIGHTS], packed[VX_MLP_MAX_WEIGHTS];
     random_file_weights(2, f, 0.5);
     vx_mlp_pack(2, f, packed);
-    vx_decoder dec = {.type = VX_DEC_MLP, .density_scale = 1, .mlp_layers = 2, .mlp = packed};
+    vx_decoder dec = {.type = VX_DEC_MLP, .density_scale = 1};
+    vx_decoder_set_mlp(&dec, 2, packed);
     float raw[VX_MLP_CHANNELS], rgb[3], rgb2[3];
     for (int c = 0; c < VX_MLP_CHANNELS; c++) raw[c] = (float)vx_test_uniform(0.2, 1.5);
     double d[3];
     vx_vec3 dir = random_dir(d);
     vx_decode(&dec, raw, dir, rgb);
-    dec.mlp = f; /* file order read as packed */
+    vx_decoder_set_mlp(&dec, 2, f); /* file order read as packed */
     vx_decode(&dec, raw, dir, rgb2);
     assert_true(fabs(rgb[0] - rgb2[0]) + fabs(rgb[1] - rgb2[1]) + fabs(rgb[2] - rgb2[2]) > 1e-4);
     /* the output bias: every colour moves through its sigmoid */
-    dec.mlp = packed;
+    vx_decoder_set_mlp(&dec, 2, packed);
     packed[vx_mlp_out_offset(2) + 3 * VX_MLP_WIDTH + 1] += 1.0f;
     vx_decode(&dec, raw, dir, rgb2);
     assert_true(rgb2[0] == rgb[0] && rgb2[1] > rgb[1] + 1e-3 && rgb2[2] == rgb[2]);
@@ -135,8 +136,8 @@ static void make_mlp_scene(vx_scene *s, int layers, const float *vals, const flo
     s->mlp = malloc(VX_MLP_MAX_WEIGHTS * sizeof(float));
     assert_non_null(s->mlp);
     vx_mlp_pack(layers, file_weights, s->mlp);
-    s->dec = (vx_decoder){.type = VX_DEC_MLP, .density_scale = 1, .color_act = VX_CACT_SIGMOID, .mlp_layers = layers,
-                          .mlp = s->mlp};
+    s->dec = (vx_decoder){.type = VX_DEC_MLP, .density_scale = 1, .color_act = VX_CACT_SIGMOID};
+    vx_decoder_set_mlp(&s->dec, layers, s->mlp);
 }
 
 /* Chord of a world ray through [-1, 1]^3. */
@@ -257,8 +258,8 @@ static void test_weights_file(void **state) {
     vx_scene s;
     assert_int_equal(vx_scene_load(dir, NULL, &s), 0);
     assert_int_equal(s.dec.type, VX_DEC_MLP);
-    assert_int_equal(s.dec.mlp_layers, 2);
-    assert_true(s.dec.mlp == s.mlp);
+    assert_int_equal(vx_decoder_mlp_layers(&s.dec), 2);
+    assert_true(vx_decoder_mlp_weights(&s.dec) == s.mlp);
     float packed[VX_MLP_MAX_WEIGHTS], back[VX_MLP_MAX_WEIGHTS];
     vx_mlp_pack(2, f, packed);
     assert_memory_equal(s.mlp, packed, (size_t)n2 * sizeof(float));

@@ -82,7 +82,7 @@ static cJSON *vx__decoder_json(const vx_decoder *d) {
         cJSON_AddStringToObject(o, "color_activation", vx__cact_name(d->color_act));
         if (d->type == VX_DEC_SH) cJSON_AddNumberToObject(o, "degree", d->sh_degree);
         if (d->type == VX_DEC_MLP) {
-            cJSON_AddNumberToObject(o, "layers", d->mlp_layers);
+            cJSON_AddNumberToObject(o, "layers", vx_decoder_mlp_layers(d));
             cJSON_AddStringToObject(o, "weights", "mlp.npy");
         }
     }
@@ -263,7 +263,7 @@ int vx_cmd_convert(int argc, char **argv) {
         vx_outputs_stage_begin(); /* both files or neither */
         rc = g->sparse ? vx_sparse_write(gpath, g, half, deflate ? VX_SPARSE_DEFLATE : VX_SPARSE_STORE)
                        : vx_npy_write_grid(gpath, g, half);
-        if (rc == 0 && mlp) rc = vx_mlp_save(wpath, s.dec.mlp_layers, s.dec.mlp);
+        if (rc == 0 && mlp) rc = vx_mlp_save(wpath, vx_decoder_mlp_layers(&s.dec), vx_decoder_mlp_weights(&s.dec));
         if (rc == 0) {
             text = vx__manifest(&s, g, vx__basename(in), file);
             rc = text ? vx_write_file_atomic(json, text, strlen(text))

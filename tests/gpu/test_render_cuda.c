@@ -309,11 +309,9 @@ static void test_random_decoders(void **state) {
         dec.color_act = cases[t].cact;
         dec.density_scale = 4.0f;
         if (dec.type == VX_DEC_MLP) {
-            dec.sh_degree = 0;
-            dec.mlp_layers = cases[t].deg;
-            vx_mlp_init(dec.mlp_layers, g_seed + (unsigned)t, mlp);
-            for (int i = 0; i < vx_mlp_weight_count(dec.mlp_layers); i++) mlp[i] *= 3.0f; /* colours across [0, 1] */
-            dec.mlp = mlp;
+            vx_mlp_init(cases[t].deg, g_seed + (unsigned)t, mlp);
+            for (int i = 0; i < vx_mlp_weight_count(cases[t].deg); i++) mlp[i] *= 3.0f; /* colours across [0, 1] */
+            vx_decoder_set_mlp(&dec, cases[t].deg, mlp);
         }
         if (dec.type == VX_DEC_SCALAR) {
             dec.shade = 1; /* gradient shading: six more fetches per sample on both sides */
