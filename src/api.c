@@ -109,7 +109,8 @@ static int vx__desc_decoder(vx_scene *sc, const voxray_scene_desc *d, const char
             dec->density_scale = 1.0f;
         }
     } else {
-        return vx_error("%s: decoder %d is not one of rgba (0), sh (1), scalar (2)", name, d->decoder);
+        return vx_error("%s: decoder %d is not one of rgba (0), sh (1), scalar (2)%s", name, d->decoder,
+                        d->decoder == VOXRAY_DECODER_MLP ? ": an mlp decoder comes with its weights, from a scene file" : "");
     }
     if (dec->type != VX_DEC_SCALAR) {
         if (d->preset || d->tf_n) return vx_error("%s: preset and transfer function apply only to the scalar decoder", name);

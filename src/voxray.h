@@ -74,7 +74,10 @@ typedef struct {
  * format voxray reads (docs/FORMATS.md). desc may be NULL. */
 int voxray_scene_load(const char *path, const voxray_load_desc *desc, voxray_scene **out);
 
-enum { VOXRAY_DECODER_AUTO = -1, VOXRAY_DECODER_RGBA = 0, VOXRAY_DECODER_SH = 1, VOXRAY_DECODER_SCALAR = 2 };
+/* MLP: reported by voxray_scene_get_info for scenes with the mlp decoder (a manifest with its
+ * weights file); voxray_scene_from_grid does not build one. */
+enum { VOXRAY_DECODER_AUTO = -1, VOXRAY_DECODER_RGBA = 0, VOXRAY_DECODER_SH = 1, VOXRAY_DECODER_SCALAR = 2,
+       VOXRAY_DECODER_MLP = 3 };
 enum { VOXRAY_DENSITY_RELU = 0, VOXRAY_DENSITY_SOFTPLUS, VOXRAY_DENSITY_EXP, VOXRAY_DENSITY_NONE };
 enum { VOXRAY_COLOR_CLAMP = 0, VOXRAY_COLOR_SIGMOID, VOXRAY_COLOR_PLENOXELS };
 

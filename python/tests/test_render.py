@@ -170,3 +170,26 @@ def test_cuda_render_matches_cpu():
         b = s.render(size=32, backend="cuda")
         assert s.backend == "cuda"
         np.testing.assert_allclose(a, b, atol=2e-3)
+
+
+def test_mlp_scene_file(tmp_path):
+    """A scene with the mlp decoder loads from its manifest and weights, reports 'mlp', and a
+    network whose last layer is zero renders the box in sigmoid(bias)."""
+    sigma, bias, bg = 0.8, np.array([-1.0, 0.5, 2.0]), np.array([1.0, 1.0, 1.0])
+    g = np.zeros((4, 4, 4, 16), np.float32)
+    g[..., 0] = sigma
+    g[..., 1:] = np.random.default_rng().uniform(-1, 1, 15)
+    np.save(tmp_path / "grid.npy", g)
+    w = np.random.default_rng().uniform(-0.2, 0.2, 31 * 64 + 64 + 3 * 64 + 3).astype(np.float32)
+    w[-195:-3] = 0  # W2 = 0: the colour is sigmoid(b2) whatever the features and direction
+    w[-3:] = bias
+    np.save(tmp_path / "mlp.npy", w)
+    (tmp_path / "scene.json").write_text(json.dumps({
+        "grid": "grid.npy", "bbox_min": [-1, -1, -1], "bbox_max": [1, 1, 1], "background": bg.tolist(),
+        "decoder": {"type": "mlp", "layers": 1, "weights": "mlp.npy"}}))
+    with voxray.load(tmp_path) as s:
+        assert s.decoder == "mlp" and s.shape == (4, 4, 4, 16)
+        frame = s.render_frame(eye=(0, 0, 4), target=(0, 0, 0), up=(0, 1, 0), fov=20, size=9, stop=0, backend="cpu")
+    t = np.exp(-sigma * 2.0)
+    c = 1 / (1 + np.exp(-bias))
+    np.testing.assert_allclose(frame.rgb[4, 4], c * (1 - t) + bg * t, rtol=0, atol=1e-4)

@@ -76,7 +76,8 @@ class GridDesc(ctypes.Structure):
 
 
 # constants of src/voxray.h
-DECODERS = {"rgba": 0, "sh": 1, "scalar": 2}
+DECODERS = {"rgba": 0, "sh": 1, "scalar": 2}  # what a scene built from arrays may use
+DECODER_NAMES = {0: "rgba", 1: "sh", 2: "scalar", 3: "mlp"}  # what a loaded scene may report
 DENSITY_ACTIVATIONS = {"relu": 0, "softplus": 1, "exp": 2, "none": 3}
 COLOR_ACTIVATIONS = {"clamp": 0, "sigmoid": 1, "plenoxels": 2}
 BACKENDS = {"auto": 0, "cpu": 1, "cuda": 2}

@@ -13,7 +13,7 @@ import numpy as np
 from . import _lib
 from ._lib import VoxrayError
 
-_DECODER_NAMES = {v: k for k, v in _lib.DECODERS.items()}
+_DECODER_NAMES = _lib.DECODER_NAMES
 
 Frame = namedtuple("Frame", ["rgb", "alpha", "depth"])
 Frame.__doc__ = """One rendered frame: rgb (H, W, 3) float32 with the background composited,
@@ -95,7 +95,7 @@ class Scene:
 
     @property
     def decoder(self):
-        """'rgba', 'sh' or 'scalar'."""
+        """'rgba', 'sh', 'scalar' or 'mlp'."""
         return _DECODER_NAMES.get(self._info.decoder, "?")
 
     @property
