@@ -31,6 +31,11 @@ int vx_fit_rays_backward_cuda(vx_fit_device *g, const vx_fit_batch *b, float *ou
 int vx_fit_tv_backward_cuda(vx_fit_device *g, float w_sigma, float w_sh, float fraction, uint64_t seed, float eps,
                             double *term);
 int vx_fit_adam_step_cuda(vx_fit_device *g, const vx_fit_hparams *h, float lr_sigma, float lr_sh);
+/* The mlp decoder's weights (after vx_fit_adam_step_cuda, whose step count it shares). */
+int vx_fit_adam_step_mlp_cuda(vx_fit_device *g, const vx_fit_hparams *h, float lr);
+/* Tests: hold at most `records` of the mlp ray step's per-sample records (fewer than it
+ * allocated), so a batch takes several passes. */
+void vx_fit_set_mlp_records_cuda(vx_fit_device *g, unsigned long long records);
 int vx_fit_occupancy_build_cuda(vx_fit_device *g, int cell);
 int vx_fit_prune_cuda(vx_fit_device *g, float thresh, size_t *pruned);
 int vx_fit_upsample_cuda(vx_fit_device *g, const int res[3]);

@@ -6,7 +6,8 @@
  * Ray kernel version 1 runs vx_march + vx_fit_march_backward (fit_march.h) per thread:
  * generic, but its VX_MAX_CHANNELS arrays live in local memory (128 registers + 576 B of
  * stack on sm_90). Version 2 (fit_rays.cuh) is specialised on the SH degree, draws its
- * rays on the device and scatters with float4 atomics. */
+ * rays on the device and scatters with float4 atomics; the mlp decoder's models take
+ * fit_mlp.cuh's kernels in its place. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,8 @@
 #include "fit.h"
 #include "fit_march.h"
 #include "fit_rays.cuh"
+#include "fit_mlp.cuh"
+#include "mlp.h"
 #include "cuda_device.h"
 #include "cuda_fit.h"
 
@@ -44,6 +47,11 @@ struct vx_fit_device {
     float *d_render;            /* validation frame */
     size_t render_cap;
     int version;                /* ray kernel: 1 or 2 */
+    float *d_mlp, *d_mlp_grad, *d_mlp_m, *d_mlp_v; /* the mlp decoder's weights, dL/dweights, moments */
+    vx_fit_mlp_record *d_rec;   /* its per-sample records (fit_mlp.cuh) */
+    unsigned long long rec_cap, *d_rec_count; /* records held; reserved, written */
+    int *d_defer[2];            /* rays put off to the next pass (ping-pong), their count */
+    unsigned *d_ndefer;
     int profile;
     double prof_ms[4];
 };
@@ -286,6 +294,9 @@ extern "C" void vx_fit_model_free_cuda(vx_fit_device *g) {
     vx_cuda_free(g->d_loss); vx_cuda_free(g->d_count); vx_cuda_free(g->d_sum); vx_cuda_free(g->d_num);
     vx_cuda_free(g->d_images); vx_cuda_free(g->d_cams); vx_cuda_free(g->d_render);
     vx_cuda_free(g->d_cdf); vx_cuda_free(g->d_eacc);
+    vx_cuda_free(g->d_mlp); vx_cuda_free(g->d_mlp_grad); vx_cuda_free(g->d_mlp_m); vx_cuda_free(g->d_mlp_v);
+    vx_cuda_free(g->d_rec); vx_cuda_free(g->d_rec_count);
+    vx_cuda_free(g->d_defer[0]); vx_cuda_free(g->d_defer[1]); vx_cuda_free(g->d_ndefer);
     free(g->h_loss);
     free(g);
 }
@@ -310,6 +321,23 @@ static int vx__create(vx_fit_device *g, const vx_fit_model *f, int max_batch) {
         return -1;
     g->h_loss = (float *)vx_malloc(nb * sizeof(float), "fit CUDA loss readback");
     if (!g->h_loss) return -1;
+    if (f->mlp_layers) {
+        size_t nw = (size_t)vx_mlp_weight_count(f->mlp_layers) * sizeof(float);
+        /* 32 records a ray (mic's fine stage composites about 20 samples a ray), at most 8 GiB;
+         * the rays that find the buffer full run in a later pass (vx__rays_mlp) */
+        g->rec_cap = (unsigned long long)nb * 32;
+        if (g->rec_cap * sizeof(vx_fit_mlp_record) > ((size_t)8 << 30)) g->rec_cap = ((size_t)8 << 30) / sizeof(vx_fit_mlp_record);
+        if (vx_cuda_alloc((void **)&g->d_mlp, nw, "fit mlp weights") || vx_cuda_upload(g->d_mlp, f->mlp, nw) ||
+            vx_cuda_alloc((void **)&g->d_mlp_grad, nw, "fit mlp gradient") || vx_cuda_zero(g->d_mlp_grad, nw) ||
+            vx_cuda_alloc((void **)&g->d_mlp_m, nw, "fit mlp moments") || vx_cuda_upload(g->d_mlp_m, f->mlp_m, nw) ||
+            vx_cuda_alloc((void **)&g->d_mlp_v, nw, "fit mlp moments") || vx_cuda_upload(g->d_mlp_v, f->mlp_v, nw) ||
+            vx_cuda_alloc((void **)&g->d_rec_count, 2 * sizeof(unsigned long long), "fit mlp record count") ||
+            vx_cuda_alloc((void **)&g->d_rec, g->rec_cap * sizeof(vx_fit_mlp_record), "fit mlp records") ||
+            vx_cuda_alloc((void **)&g->d_defer[0], nb * sizeof(int), "fit mlp deferred rays") ||
+            vx_cuda_alloc((void **)&g->d_defer[1], nb * sizeof(int), "fit mlp deferred rays") ||
+            vx_cuda_alloc((void **)&g->d_ndefer, sizeof(unsigned), "fit mlp deferred count"))
+            return -1;
+    }
     return vx__compact(g);
 }
 
@@ -322,6 +350,7 @@ extern "C" int vx_fit_model_upload_cuda(vx_fit_device **out, const vx_fit_model 
     g->m.data = g->m.grad = g->m.adam_m = g->m.adam_v = g->m.wmax = NULL;
     g->m.alive = g->m.occ = NULL;
     g->m.table = g->m.bxyz = g->m.view_table = NULL;
+    g->m.mlp = g->m.mlp_grad = g->m.mlp_m = g->m.mlp_v = g->m.mlp_tgrad = NULL; /* d_mlp.. hold them */
     memset(&g->m.view, 0, sizeof g->m.view);
     g->m.mp.occ_b = 0; /* occupancy is rebuilt on the device by vx_fit_occupancy_build_cuda */
     g->max_batch = max_batch;
@@ -339,6 +368,9 @@ extern "C" void vx_fit_set_ray_reg_cuda(vx_fit_device *g, float sparsity, float 
     g->m.reg_distortion = distortion;
 }
 extern "C" void vx_fit_profile_cuda(vx_fit_device *g, int on) { g->profile = on; }
+extern "C" void vx_fit_set_mlp_records_cuda(vx_fit_device *g, unsigned long long records) {
+    if (records >= 1 && records < g->rec_cap) g->rec_cap = records;
+}
 extern "C" void vx_fit_timings_cuda(vx_fit_device *g, double ms[4]) {
     for (int k = 0; k < 4; k++) { ms[k] = g->prof_ms[k]; g->prof_ms[k] = 0.0; }
 }
@@ -371,6 +403,12 @@ static int vx__download(const vx_fit_device *g, vx_fit_model *f, int all) {
     if (all && !f->grad) return vx_error("fit: the host model holds parameters only");
     if (vx_cuda_download(f->data, g->d_data, n * sizeof(float)) || vx_cuda_download(f->alive, g->d_alive, nv))
         return -1;
+    if (f->mlp_layers != g->m.mlp_layers) return vx_error("fit: host and device models differ in their decoder");
+    size_t nw = f->mlp_layers ? (size_t)vx_mlp_weight_count(f->mlp_layers) * sizeof(float) : 0;
+    if (nw && (vx_cuda_download(f->mlp, g->d_mlp, nw) ||
+               (all && (vx_cuda_download(f->mlp_m, g->d_mlp_m, nw) || vx_cuda_download(f->mlp_v, g->d_mlp_v, nw) ||
+                        vx_cuda_download(f->mlp_grad, g->d_mlp_grad, nw)))))
+        return -1;
     f->t = g->m.t;
     if (!all) return 0;
     return vx_cuda_download(f->grad, g->d_grad, n * sizeof(float)) ||
@@ -385,7 +423,11 @@ extern "C" int vx_fit_model_download_cuda(const vx_fit_device *g, vx_fit_model *
 extern "C" int vx_fit_params_download_cuda(const vx_fit_device *g, vx_fit_model *f) { return vx__download(g, f, 0); }
 
 extern "C" int vx_fit_zero_grad_cuda(vx_fit_device *g) {
-    return vx_cuda_zero(g->d_grad, vx__nv(&g->m) * g->m.nc * sizeof(float));
+    return vx_cuda_zero(g->d_grad, vx__nv(&g->m) * g->m.nc * sizeof(float)) ||
+                   (g->m.mlp_layers &&
+                    vx_cuda_zero(g->d_mlp_grad, (size_t)vx_mlp_weight_count(g->m.mlp_layers) * sizeof(float)))
+               ? -1
+               : 0;
 }
 
 extern "C" int vx_fit_update_params_cuda(vx_fit_device *g, float stop) {
@@ -420,9 +462,65 @@ static vx_fit_reg vx__reg(const vx_fit_device *g, int n) {
     return r;
 }
 
+/* The device model's weights into the kernels' constant memory (Adam changed them). */
+static int vx__mlp_bind(const vx_fit_device *g) {
+    VX_CUDA_CHECK(cudaMemcpyToSymbolAsync(vx_c_fit_mlp, g->d_mlp, (size_t)vx_mlp_weight_count(g->m.mlp_layers) * sizeof(float),
+                                          0, cudaMemcpyDeviceToDevice));
+    return 0;
+}
+
+/* The mlp decoder's ray step (fit_mlp.cuh): the ray kernel writes a record per composited
+ * sample, then the records are reduced into dL/dweights (added to d_mlp_grad, which Adam
+ * consumes). Rays that found the record buffer full run again in the next pass, after the
+ * reduction emptied it; each pass finishes at least the first ray that reserved. */
+static int vx__rays_mlp(vx_fit_device *g, const vx_fit_ray_src *src, int n, float *d_rgb) {
+    vx_fit_reg reg = vx__reg(g, n);
+    if (vx_fit_reg_on(&reg)) return vx_error("fit: --sparsity and --distortion have no CUDA kernel for the mlp decoder yet");
+    int bs = 128, L = g->m.mlp_layers, m = n;
+    const unsigned char *occ = g->m.mp.occ_b ? g->d_occ : NULL;
+    float *wmax = g->m.track_wmax ? g->d_wmax : NULL;
+    vx_fit_index ix = vx__index(g);
+    if (vx_cuda_zero(g->d_sum, sizeof(double)) || vx__mlp_bind(g)) return -1;
+    float scale = 1.0f / (3.0f * (float)n);
+    const int *list = NULL;
+    for (int pass = 0; m > 0; pass++) {
+        if (pass > n) return vx_error("fit: the mlp ray step made no progress (%d rays left)", m);
+        int *defer = g->d_defer[pass & 1];
+        if (vx_cuda_zero(g->d_rec_count, 2 * sizeof(unsigned long long)) ||
+            vx_cuda_zero(g->d_ndefer, sizeof(unsigned)))
+            return -1;
+        unsigned blocks = vx_ceil_div((size_t)m, bs);
+        if (L == 1)
+            vx_fit_rays_mlp_kernel<1><<<blocks, bs>>>(g->m.mp, ix, g->d_data, occ, *src, list, m, scale, g->d_grad, wmax,
+                                                      d_rgb, g->d_sum, g->d_rec, g->rec_cap, g->d_rec_count, defer,
+                                                      g->d_ndefer);
+        else
+            vx_fit_rays_mlp_kernel<2><<<blocks, bs>>>(g->m.mp, ix, g->d_data, occ, *src, list, m, scale, g->d_grad, wmax,
+                                                      d_rgb, g->d_sum, g->d_rec, g->rec_cap, g->d_rec_count, defer,
+                                                      g->d_ndefer);
+        VX_LAUNCH_CHECK("vx_fit_rays_mlp_kernel");
+        unsigned long long cnt[2];
+        unsigned left = 0;
+        if (vx_cuda_download(cnt, g->d_rec_count, sizeof cnt) || vx_cuda_download(&left, g->d_ndefer, sizeof left))
+            return -1;
+        if (cnt[1]) {
+            const unsigned per_block = 512;
+            unsigned rb = vx_ceil_div((size_t)cnt[1], per_block);
+            if (L == 1) vx_fit_mlp_wgrad_kernel<1><<<rb, 256>>>(g->d_rec, cnt[1], per_block, g->d_mlp_grad);
+            else vx_fit_mlp_wgrad_kernel<2><<<rb, 256>>>(g->d_rec, cnt[1], per_block, g->d_mlp_grad);
+            VX_LAUNCH_CHECK("vx_fit_mlp_wgrad_kernel");
+        }
+        if (left >= (unsigned)m && !cnt[1]) return vx_error("fit: the mlp ray step made no progress (%d rays left)", m);
+        list = defer;
+        m = (int)left;
+    }
+    return 0;
+}
+
 /* Launch version 2 for this model's SH degree; the instantiation with the regularisers
  * only when one is on, so the default kernel is the one measured before they existed. */
 static int vx__rays_v2(vx_fit_device *g, const vx_fit_ray_src *src, int n, float *d_rgb) {
+    if (g->m.mlp_layers) return vx__rays_mlp(g, src, n, d_rgb);
     int bs = 128;
     unsigned blocks = vx_ceil_div((size_t)n, bs);
     float scale = 1.0f / (3.0f * (float)n);
@@ -457,6 +555,7 @@ extern "C" int vx_fit_rays_backward_cuda(vx_fit_device *g, const vx_fit_batch *b
     if (vx_cuda_upload(g->d_origin, b->origin, bytes) || vx_cuda_upload(g->d_dir, b->dir, bytes) ||
         vx_cuda_upload(g->d_target, b->target, bytes))
         return -1;
+    if (g->version == 1 && g->m.mlp_layers) return vx_error("fit: ray kernel version 1 has no mlp decoder");
     if (g->version == 2) {
         vx_fit_ray_src src;
         memset(&src, 0, sizeof src);
@@ -552,6 +651,13 @@ extern "C" int vx_fit_render_view_cuda(vx_fit_device *g, const vx_camera *c, flo
     dim3 bs(16, 8), grid(vx_ceil_div((size_t)c->width, 16), vx_ceil_div((size_t)c->height, 8));
     vx_fit_index L = vx__index(g);
     const unsigned char *occ = g->m.mp.occ_b ? g->d_occ : NULL;
+    if (g->m.mlp_layers) {
+        if (vx__mlp_bind(g)) return -1;
+        if (g->m.mlp_layers == 1) vx_fit_render_mlp_kernel<1><<<grid, bs>>>(g->m.mp, L, g->d_data, occ, *c, g->d_render);
+        else vx_fit_render_mlp_kernel<2><<<grid, bs>>>(g->m.mp, L, g->d_data, occ, *c, g->d_render);
+        VX_LAUNCH_CHECK("vx_fit_render_mlp_kernel");
+        return vx_cuda_download(rgb, g->d_render, n * sizeof(float));
+    }
     switch (g->m.sh_degree) {
     case 0: vx_fit_render_kernel<0><<<grid, bs>>>(g->m.mp, L, g->d_data, occ, *c, g->d_render); break;
     case 1: vx_fit_render_kernel<1><<<grid, bs>>>(g->m.mp, L, g->d_data, occ, *c, g->d_render); break;
@@ -597,6 +703,16 @@ extern "C" int vx_fit_adam_step_cuda(vx_fit_device *g, const vx_fit_hparams *h, 
         VX_LAUNCH_CHECK("vx_fit_adam_kernel");
     }
     return vx__prof_stop(g, 2, t0);
+}
+
+extern "C" int vx_fit_adam_step_mlp_cuda(vx_fit_device *g, const vx_fit_hparams *h, float lr) {
+    if (!g->m.mlp_layers) return 0;
+    float bc1 = (float)(1.0 - pow(h->beta1, (double)g->m.t)), bc2 = (float)(1.0 - pow(h->beta2, (double)g->m.t));
+    int n = vx_mlp_weight_count(g->m.mlp_layers);
+    vx_fit_mlp_adam_kernel<<<vx_ceil_div((size_t)n, 256), 256>>>(g->d_mlp, g->d_mlp_m, g->d_mlp_v, g->d_mlp_grad, n, lr,
+                                                                  h->beta1, h->beta2, h->eps, bc1, bc2);
+    VX_LAUNCH_CHECK("vx_fit_mlp_adam_kernel");
+    return 0;
 }
 
 extern "C" int vx_fit_occupancy_build_cuda(vx_fit_device *g, int cell) {

@@ -16,8 +16,6 @@ struct vx_fit_backend {
 };
 
 static int vx__create(vx_fit_backend **out, vx_fit_model *f, const vx_dataset *train, int batch) {
-    if (f->mlp_layers) /* fit.c moves an mlp fit to the CPU and says so; nothing else may ask */
-        return vx_error("fit: the mlp decoder has no CUDA training kernel yet (use --backend cpu)");
     vx_fit_backend *b = vx_calloc(1, sizeof *b, "fit CUDA backend");
     if (!b) return -1;
     b->f = f;
@@ -59,7 +57,9 @@ static int vx__step(vx_fit_backend *b, const vx_fit_step *s, double *loss) {
     if ((s->tv_sigma > 0 || s->tv_sh > 0) &&
         vx_fit_tv_backward_cuda(b->g, s->tv_sigma, s->tv_sh, s->hp->tv_fraction, s->tv_seed, s->hp->tv_eps, NULL))
         return -1;
-    return vx_fit_adam_step_cuda(b->g, s->hp, s->lr_sigma, s->lr_sh);
+    return vx_fit_adam_step_cuda(b->g, s->hp, s->lr_sigma, s->lr_sh) || vx_fit_adam_step_mlp_cuda(b->g, s->hp, s->lr_mlp)
+               ? -1
+               : 0;
 }
 
 static int vx__errmap_fetch(vx_fit_backend *b, vx_fit_errmap *map) { return vx_fit_errmap_fetch_cuda(b->g, map->acc); }

@@ -267,6 +267,7 @@ void vx_fit_model_free(vx_fit_model *f) {
 
 void vx_fit_zero_grad_cpu(vx_fit_model *f) {
     memset(f->grad, 0, vx_fit_storage_voxels(f) * f->nc * sizeof(float));
+    if (f->mlp_layers) memset(f->mlp_grad, 0, (size_t)vx_mlp_weight_count(f->mlp_layers) * sizeof(float));
 }
 
 /* ---- the loss and its backward ------------------------------------------------------------ */

@@ -108,77 +108,110 @@ VX_HD void vx_fit_decode_sh_backward(const vx_decoder *dec, const float *raw, co
     }
 }
 
-/* Backward of the mlp decoder (decode.h vx_decode_mlp) at raw channels `raw` seen along d:
- * draw[0] from dsigma as for the sh decoder, draw[1..15] = dL/dfeatures, and dL/dweights
- * (packed layout) added into wgrad when it is not NULL: plain adds, the caller gives every
- * thread its own array. The forward activations are recomputed (no per-sample storage). */
-VX_HD void vx_fit_decode_mlp_backward(const vx_decoder *dec, const float *raw, vx_vec3 d, float dsigma,
-                                      const float *drgb, float *draw, float *wgrad) {
-    const float *w = vx_decoder_mlp_weights(dec);
-    const int layers = vx_decoder_mlp_layers(dec), W = VX_MLP_WIDTH;
-    draw[0] = raw[0] > 0.0f ? dsigma * dec->density_scale : 0.0f;
-    float x[VX_MLP_IN], h1[VX_MLP_WIDTH], h2[VX_MLP_WIDTH], dh[VX_MLP_WIDTH], dh1[VX_MLP_WIDTH];
-    vx_mlp_input(raw, d, x);
-    for (int o = 0; o < W; o++) h1[o] = w[VX_MLP_B0 + o];
+/* The mlp decoder's backward at one sample, split so the CPU and the CUDA fit share the
+ * maths: vx_fit_mlp_backward recomputes the network's activations (no per-sample storage)
+ * and fills the record below with what dL/dweights needs; the CPU adds that into one array
+ * per thread at once (vx_fit_mlp_record_grad), the CUDA fit writes records to a buffer that
+ * a reduction kernel sums (kernels/fit_mlp.cuh). h2 and d2 are used with 2 hidden layers
+ * only; x[31] and dout[3] pad to 16-byte multiples (the record is 292 floats). */
+#ifdef __cplusplus
+#define VX_ALIGN16 alignas(16)
+#else
+#define VX_ALIGN16 _Alignas(16)
+#endif
+typedef struct {
+    VX_ALIGN16 float x[VX_MLP_IN + 1]; /* the input: features, then the direction's SH basis
+                                        * (16-byte aligned: the CUDA fit copies records as float4s) */
+    float h1[VX_MLP_WIDTH], d1[VX_MLP_WIDTH]; /* first hidden layer: activation, dL/d(pre-activation) */
+    float h2[VX_MLP_WIDTH], d2[VX_MLP_WIDTH]; /* second hidden layer, likewise */
+    float dout[4];                     /* dL/d(output pre-activation), r g b */
+} vx_fit_mlp_record;
+
+/* Given dL/drgb at raw channels `raw` seen along d, with packed weights w: the record and
+ * dL/dfeatures (15 values). */
+VX_HD void vx_fit_mlp_backward(const float *w, int layers, const float *raw, vx_vec3 d, const float *drgb,
+                               vx_fit_mlp_record *a, float *dfeat) {
+    const int W = VX_MLP_WIDTH;
+    vx_mlp_input(raw, d, a->x);
+    a->x[VX_MLP_IN] = 0.0f;
+    for (int o = 0; o < W; o++) a->h1[o] = w[VX_MLP_B0 + o];
     for (int i = 0; i < VX_MLP_IN; i++)
-        for (int o = 0; o < W; o++) h1[o] += w[i * W + o] * x[i];
-    for (int o = 0; o < W; o++) h1[o] = vx_maxf(h1[o], 0.0f);
-    const float *w1 = w + VX_MLP_L1, *hl = h1;
+        for (int o = 0; o < W; o++) a->h1[o] += w[i * W + o] * a->x[i];
+    for (int o = 0; o < W; o++) a->h1[o] = vx_maxf(a->h1[o], 0.0f);
+    const float *w1 = w + VX_MLP_L1, *hl = a->h1;
     if (layers == 2) {
         for (int o = 0; o < W; o++) {
-            float a = w1[W * W + o];
-            for (int i = 0; i < W; i++) a += w1[o * W + i] * h1[i];
-            h2[o] = vx_maxf(a, 0.0f);
+            float s = w1[W * W + o];
+            for (int i = 0; i < W; i++) s += w1[o * W + i] * a->h1[i];
+            a->h2[o] = vx_maxf(s, 0.0f);
         }
-        hl = h2;
+        hl = a->h2;
     }
-    const int oo = vx_mlp_out_offset(layers);
-    const float *w2 = w + oo;
-    float dout[3];
+    const float *w2 = w + vx_mlp_out_offset(layers);
     for (int c = 0; c < 3; c++) {
-        float a = w2[3 * W + c];
-        for (int o = 0; o < W; o++) a += w2[c * W + o] * hl[o];
-        float sg = vx_sigmoidf(a);
-        dout[c] = drgb[c] * sg * (1.0f - sg);
+        float s = w2[3 * W + c];
+        for (int o = 0; o < W; o++) s += w2[c * W + o] * hl[o];
+        float sg = vx_sigmoidf(s);
+        a->dout[c] = drgb[c] * sg * (1.0f - sg);
     }
-    /* output layer, then back through the last hidden layer's relu */
+    a->dout[3] = 0.0f;
+    /* back through the output layer and the last hidden layer's relu */
+    float *dl = layers == 2 ? a->d2 : a->d1;
     for (int o = 0; o < W; o++) {
-        float g = w2[o] * dout[0] + w2[W + o] * dout[1] + w2[2 * W + o] * dout[2];
-        dh[o] = hl[o] > 0.0f ? g : 0.0f;
-    }
-    if (wgrad) {
-        float *g2 = wgrad + oo;
-        for (int c = 0; c < 3; c++) {
-            g2[3 * W + c] += dout[c];
-            for (int o = 0; o < W; o++) g2[c * W + o] += dout[c] * hl[o];
-        }
+        float g = w2[o] * a->dout[0] + w2[W + o] * a->dout[1] + w2[2 * W + o] * a->dout[2];
+        dl[o] = hl[o] > 0.0f ? g : 0.0f;
     }
     if (layers == 2) {
-        for (int i = 0; i < W; i++) dh1[i] = 0.0f;
+        for (int i = 0; i < W; i++) a->d1[i] = 0.0f;
         for (int o = 0; o < W; o++) {
-            if (dh[o] == 0.0f) continue;
-            if (wgrad) {
-                float *g1 = wgrad + VX_MLP_L1;
-                g1[W * W + o] += dh[o];
-                for (int i = 0; i < W; i++) g1[o * W + i] += dh[o] * h1[i];
-            }
-            for (int i = 0; i < W; i++) dh1[i] += w1[o * W + i] * dh[o];
+            if (a->d2[o] == 0.0f) continue;
+            for (int i = 0; i < W; i++) a->d1[i] += w1[o * W + i] * a->d2[o];
         }
-        for (int i = 0; i < W; i++) dh1[i] = h1[i] > 0.0f ? dh1[i] : 0.0f;
-    } else {
-        for (int i = 0; i < W; i++) dh1[i] = dh[i];
+        for (int i = 0; i < W; i++) a->d1[i] = a->h1[i] > 0.0f ? a->d1[i] : 0.0f;
     }
-    if (wgrad)
-        for (int o = 0; o < W; o++) {
-            if (dh1[o] == 0.0f) continue;
-            wgrad[VX_MLP_B0 + o] += dh1[o];
-            for (int i = 0; i < VX_MLP_IN; i++) wgrad[i * W + o] += x[i] * dh1[o];
-        }
     for (int i = 0; i < VX_MLP_FEATURES; i++) {
         float g = 0.0f;
-        for (int o = 0; o < W; o++) g += w[i * W + o] * dh1[o];
-        draw[1 + i] = g;
+        for (int o = 0; o < W; o++) g += w[i * W + o] * a->d1[o];
+        dfeat[i] = g;
     }
+}
+
+/* dL/dweights of one record added into wgrad (packed layout), each thread its own array:
+ * the host's twin of fit_mlp.cuh's reduction (vx_fit_mlp_wgrad_kernel). */
+#define VX__WADD(p, v) (*(p) += (v))
+VX_HD void vx_fit_mlp_record_grad(int layers, const vx_fit_mlp_record *a, float *wgrad) {
+    const int W = VX_MLP_WIDTH;
+    const float *hl = layers == 2 ? a->h2 : a->h1;
+    float *g2 = wgrad + vx_mlp_out_offset(layers);
+    for (int c = 0; c < 3; c++) {
+        if (a->dout[c] == 0.0f) continue;
+        VX__WADD(g2 + 3 * W + c, a->dout[c]);
+        for (int o = 0; o < W; o++) VX__WADD(g2 + c * W + o, a->dout[c] * hl[o]);
+    }
+    if (layers == 2)
+        for (int o = 0; o < W; o++) {
+            if (a->d2[o] == 0.0f) continue;
+            float *g1 = wgrad + VX_MLP_L1;
+            VX__WADD(g1 + W * W + o, a->d2[o]);
+            for (int i = 0; i < W; i++) VX__WADD(g1 + o * W + i, a->d2[o] * a->h1[i]);
+        }
+    for (int o = 0; o < W; o++) {
+        if (a->d1[o] == 0.0f) continue;
+        VX__WADD(wgrad + VX_MLP_B0 + o, a->d1[o]);
+        for (int i = 0; i < VX_MLP_IN; i++) VX__WADD(wgrad + i * W + o, a->x[i] * a->d1[o]);
+    }
+}
+#undef VX__WADD
+
+/* The host's backward of the mlp decoder at raw channels `raw` seen along d: draw[0] from
+ * dsigma as for the sh decoder, draw[1..15] = dL/dfeatures, and dL/dweights added into
+ * wgrad when it is not NULL. */
+VX_HD void vx_fit_decode_mlp_backward(const vx_decoder *dec, const float *raw, vx_vec3 d, float dsigma,
+                                      const float *drgb, float *draw, float *wgrad) {
+    vx_fit_mlp_record a;
+    draw[0] = raw[0] > 0.0f ? dsigma * dec->density_scale : 0.0f;
+    vx_fit_mlp_backward(vx_decoder_mlp_weights(dec), vx_decoder_mlp_layers(dec), raw, d, drgb, &a, draw + 1);
+    if (wgrad) vx_fit_mlp_record_grad(vx_decoder_mlp_layers(dec), &a, wgrad);
 }
 
 /* The trilinear cell at index-space point p and its eight corners' entries (in
@@ -384,8 +417,8 @@ VX_HD void vx_fit_backward_visit(void *op, const vx_composite *c, const vx_sampl
     if (f->reg)
         dsigma += vx_fit_reg_dsigma(f->reg, f->sums, &f->run, vx_maxf(f->fwd.raw[0], 0.0f) * m->dec.density_scale, w,
                                     c->T, s->tm, s->tb - s->ta);
-#ifndef __CUDA_ARCH__ /* the CUDA fit has no mlp kernel yet (fit_backend_cuda.c refuses an mlp model), so
-                       * device code leaves the branch out and kernel v1 compiles as it did before */
+#ifndef __CUDA_ARCH__ /* the CUDA fit trains the mlp decoder with fit_mlp.cuh's kernels (version 1
+                       * refuses it), so device code leaves the branch out and v1 compiles as before */
     if (m->dec.type == VX_DEC_MLP)
         vx_fit_decode_mlp_backward(&m->dec, f->fwd.raw, f->dir, dsigma, drgb, draw, f->mlp_grad);
     else

@@ -236,10 +236,11 @@ static void test_adam_weights(void **state) {
     int nw = vx_mlp_weight_count(1);
     float *before = malloc((size_t)nw * sizeof(float));
     memcpy(before, f.mlp, (size_t)nw * sizeof(float));
+    vx_fit_zero_grad_cpu(&f); /* the grid's gradient and the weights' */
+    for (int i = 0; i < nw; i++) assert_true(f.mlp_grad[i] == 0.0f);
     for (int i = 0; i < nw; i++) f.mlp_grad[i] = (float)vx_test_uniform(-1, 1);
     float *g = malloc((size_t)nw * sizeof(float));
     memcpy(g, f.mlp_grad, (size_t)nw * sizeof(float));
-    vx_fit_zero_grad_cpu(&f);
     vx_fit_adam_step_cpu(&f, &h, 0.0f, 0.0f);
     vx_fit_adam_step_mlp_cpu(&f, &h, 0.01f);
     for (int i = 0; i < nw; i++) {

@@ -47,7 +47,7 @@ static void vx__fit_usage(FILE *o) {
             "  --sh-degree D        0..3 (default 2)\n"
             "  --decoder sh|mlp     the model: SH coefficients per voxel (default), or 15 features\n"
             "                       per voxel decoded by a small network with the view direction\n"
-            "                       (docs/FIT.md; CPU only for now)\n"
+            "                       (docs/FIT.md)\n"
             "  --mlp-layers L       the network's hidden layers of 64, 1 or 2 (default 2)\n"
             "  --lr-mlp A           Adam step size of the network's weights (default 0.001)\n"
             "  --val-every K        validation renders every K iterations, 0: only at the end\n"
@@ -257,16 +257,6 @@ int vx_cmd_fit(int argc, char **argv) {
     /* where to train, decided once by backend.c like rendering: CUDA when asked for or
      * (auto) when a device is usable; never a silent fallback */
     char device[256];
-    if (use_mlp && backend == VX_BACKEND_CUDA) {
-        vx_error("--decoder mlp: no CUDA training kernel yet; train it with --backend cpu (or auto)");
-        rc = vx_cli_usage_error("fit", vx_errmsg());
-        vx_clear_error();
-        goto fail;
-    }
-    if (use_mlp && backend == VX_BACKEND_AUTO) {
-        fprintf(stderr, "voxray: fit: training on the CPU: the mlp decoder has no CUDA training kernel yet\n");
-        backend = VX_BACKEND_CPU;
-    }
     if (vx_backend_resolve(backend, "fit: training on the CPU", &cfg.backend, device, sizeof device)) goto fail;
     if (cfg.backend == VX_BACKEND_CUDA) {
         fprintf(stderr, "voxray: fit: training with CUDA on %s\n", device);

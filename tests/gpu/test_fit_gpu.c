@@ -3,6 +3,7 @@
  * random problems: ray backward (kernel versions 1 and 2, host batches and rays drawn on
  * the device) with and without occupancy and the ray regularisers, TV, Adam, occupancy from the alive voxels,
  * prune, resample and crop, the validation render, error-driven ray sampling (--error-map),
+ * the mlp decoder's ray step (grid and weight gradients, one pass or several) and Adam,
  * and a short training run on both.
  * Needs a GPU: run by `make test-gpu`. VX_FIT_GPU_QUICK=1 runs fewer trials (sanitizers). */
 #include <math.h>
@@ -21,6 +22,7 @@
 #include "fit.h"
 #include "fit_backend.h"
 #include "fit_errmap.h"
+#include "mlp.h"
 #include "vx_common.h"
 #include "cuda_device.h"
 #include "cuda_fit.h"
@@ -578,6 +580,71 @@ static void test_training_steps(void **state) {
     }
 }
 
+/* The mlp decoder: colours, loss, dL/dgrid and dL/dweights of one batch, then Adam on the
+ * weights, CUDA against the CPU. Every other trial holds only 300 records, so the batch
+ * runs in many passes (rays put off while the buffer is full). */
+static void test_mlp_step(void **state) {
+    (void)state;
+    for (int trial = 0; trial < 8; trial++) { /* small problems: every case also in the quick run */
+        vx_fit_model f, h;
+        int layers = 1 + trial % 2, small = (trial / 2) % 2, bricked = (trial / 4) % 2;
+        random_model(&f, 0);
+        OK(vx_fit_model_use_mlp_cpu(&f, layers, (unsigned)(urand() * 1e9)));
+        size_t nw = (size_t)vx_mlp_weight_count(layers);
+        for (size_t i = 0; i < nvox(&f); i++) {
+            f.data[i * f.nc] = (float)uni(-1, 3);
+            for (int c = 1; c < f.nc; c++) f.data[i * f.nc + c] = (float)uni(-1, 1);
+        }
+        for (size_t k = 0; k < nw; k++) f.mlp[k] *= (float)uni(0.5, 2.0);
+        OK(vx_fit_update_params(&f, 1e-4f));
+        make_bricked(&f, bricked);
+        vx_fit_batch b;
+        random_batch(&f, &b, 2000);
+        vx_fit_device *g;
+        OK(vx_fit_model_upload_cuda(&g, &f, b.n));
+        if (small) vx_fit_set_mlp_records_cuda(g, 300);
+        print_message("trial %d: mlp, %d hidden layer(s), %s storage, %s record buffer\n", trial, layers,
+                      f.table ? "bricked" : "dense", small ? "300-record" : "full");
+        OK(vx_fit_update_params_cuda(g, 1e-4f));
+        OK(vx_fit_occupancy_build_cpu(&f, 4));
+        OK(vx_fit_occupancy_build_cuda(g, 4));
+        vx_fit_zero_grad_cpu(&f);
+        OK(vx_fit_zero_grad_cuda(g));
+        float *rc = malloc((size_t)b.n * 3 * sizeof(float)), *rg = malloc((size_t)b.n * 3 * sizeof(float));
+        double lc = vx_fit_rays_backward_cpu(&f, &b, rc), lg;
+        OK(vx_fit_rays_backward_cuda(g, &b, rg, &lg));
+        compare_rays(rc, rg, (size_t)b.n * 3, f.mp.stop, "mlp ray colours");
+        print_message("loss CPU %.9g GPU %.9g\n", lc, lg);
+        assert_true(fabs(lc - lg) <= 1e-5 * lc + 1e-9);
+        memset(&h, 0, sizeof h);
+        OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, 0, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
+        OK(vx_fit_model_use_mlp_cpu(&h, layers, 1));
+        OK(vx_fit_model_download_cuda(g, &h));
+        size_t n = nvox(&f) * f.nc;
+        /* a hidden unit within rounding of relu's kink can switch on one side only: one
+         * sample's dL/dfeatures (8 corners x 16) and its row of dL/dweights then differ */
+        compare_most(f.grad, h.grad, n, 1e-4, 1e-8, 160, "mlp grid gradient");
+        compare_most(f.mlp_grad, h.mlp_grad, nw, 1e-4, 1e-8, 2 * VX_MLP_WIDTH, "mlp weight gradient");
+        vx_fit_hparams hp;
+        vx_fit_hparams_default(&hp);
+        vx_fit_adam_step_cpu(&f, &hp, hp.lr_sigma, hp.lr_sh);
+        vx_fit_adam_step_mlp_cpu(&f, &hp, hp.lr_mlp);
+        OK(vx_fit_adam_step_cuda(g, &hp, hp.lr_sigma, hp.lr_sh));
+        OK(vx_fit_adam_step_mlp_cuda(g, &hp, hp.lr_mlp));
+        OK(vx_fit_model_download_cuda(g, &h));
+        size_t off = 0;
+        for (size_t k = 0; k < nw; k++) off += fabs(f.mlp[k] - h.mlp[k]) > 1e-3 * hp.lr_mlp;
+        print_message("Adam: %zu of %zu weights differ by more than 1e-3 lr\n", off, nw);
+        assert_true(off <= nw / 100);
+        for (size_t k = 0; k < nw; k++) assert_true(h.mlp_grad[k] == 0.0f); /* Adam consumed them */
+        free(rc); free(rg);
+        vx_fit_model_free_cuda(g);
+        vx_fit_batch_free(&b);
+        vx_fit_model_free(&f);
+        vx_fit_model_free(&h);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rays_backward),
@@ -588,6 +655,7 @@ int main(void) {
         cmocka_unit_test(test_sampled_rays_map),
         cmocka_unit_test(test_render),
         cmocka_unit_test(test_training_steps),
+        cmocka_unit_test(test_mlp_step),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
