@@ -36,6 +36,10 @@ int vx_fit_adam_step_mlp_cuda(vx_fit_device *g, const vx_fit_hparams *h, float l
 /* Tests: hold at most `records` of the mlp ray step's per-sample records (fewer than it
  * allocated), so a batch takes several passes. */
 void vx_fit_set_mlp_records_cuda(vx_fit_device *g, unsigned long long records);
+/* The mlp decoder's ray step: 1 the network inside the ray kernel (fit_mlp.cuh, the
+ * default; 0 means it), 2 batched into tiled products over the step's samples
+ * (fit_mlp_batch.cuh). */
+int vx_fit_set_mlp_kernel_cuda(vx_fit_device *g, int kernel);
 int vx_fit_occupancy_build_cuda(vx_fit_device *g, int cell);
 int vx_fit_prune_cuda(vx_fit_device *g, float thresh, size_t *pruned);
 int vx_fit_upsample_cuda(vx_fit_device *g, const int res[3]);

@@ -20,6 +20,7 @@
 #include "fit_march.h"
 #include "fit_rays.cuh"
 #include "fit_mlp.cuh"
+#include "fit_mlp_batch.cuh"
 #include "mlp.h"
 #include "cuda_device.h"
 #include "cuda_fit.h"
@@ -52,6 +53,10 @@ struct vx_fit_device {
     unsigned long long rec_cap, *d_rec_count; /* records held; reserved, written */
     int *d_defer[2];            /* rays put off to the next pass (ping-pong), their count */
     unsigned *d_ndefer;
+    int mlp_kernel;             /* 1: the network in the ray kernel (fit_mlp.cuh), 2: batched */
+    vx_fit_mlp_batch mb;        /* the batched step's per-sample arrays (fit_mlp_batch.cuh) */
+    unsigned long long mb_cap;  /* their capacity in samples (0: not allocated yet) */
+    int mb_blocks[2][2];        /* persistent blocks of the [forward, backward][layers - 1] kernels */
     int profile;
     double prof_ms[4];
 };
@@ -297,6 +302,8 @@ extern "C" void vx_fit_model_free_cuda(vx_fit_device *g) {
     vx_cuda_free(g->d_mlp); vx_cuda_free(g->d_mlp_grad); vx_cuda_free(g->d_mlp_m); vx_cuda_free(g->d_mlp_v);
     vx_cuda_free(g->d_rec); vx_cuda_free(g->d_rec_count);
     vx_cuda_free(g->d_defer[0]); vx_cuda_free(g->d_defer[1]); vx_cuda_free(g->d_ndefer);
+    vx_cuda_free(g->mb.x); vx_cuda_free(g->mb.pt); vx_cuda_free(g->mb.rgb); vx_cuda_free(g->mb.dout);
+    vx_cuda_free(g->mb.dt); vx_cuda_free(g->mb.ray_start); vx_cuda_free(g->mb.ray_n);
     free(g->h_loss);
     free(g);
 }
@@ -323,8 +330,9 @@ static int vx__create(vx_fit_device *g, const vx_fit_model *f, int max_batch) {
     if (!g->h_loss) return -1;
     if (f->mlp_layers) {
         size_t nw = (size_t)vx_mlp_weight_count(f->mlp_layers) * sizeof(float);
-        /* 32 records a ray (mic's fine stage composites about 20 samples a ray), at most 8 GiB;
-         * the rays that find the buffer full run in a later pass (vx__rays_mlp) */
+        /* the per-ray kernel's records: 32 a ray of the batch (mic's fine stage composites
+         * about 20 samples a ray), at most 8 GiB, allocated on its first step; the rays that
+         * find the buffer full run in a later pass (vx__rays_mlp) */
         g->rec_cap = (unsigned long long)nb * 32;
         if (g->rec_cap * sizeof(vx_fit_mlp_record) > ((size_t)8 << 30)) g->rec_cap = ((size_t)8 << 30) / sizeof(vx_fit_mlp_record);
         if (vx_cuda_alloc((void **)&g->d_mlp, nw, "fit mlp weights") || vx_cuda_upload(g->d_mlp, f->mlp, nw) ||
@@ -332,7 +340,6 @@ static int vx__create(vx_fit_device *g, const vx_fit_model *f, int max_batch) {
             vx_cuda_alloc((void **)&g->d_mlp_m, nw, "fit mlp moments") || vx_cuda_upload(g->d_mlp_m, f->mlp_m, nw) ||
             vx_cuda_alloc((void **)&g->d_mlp_v, nw, "fit mlp moments") || vx_cuda_upload(g->d_mlp_v, f->mlp_v, nw) ||
             vx_cuda_alloc((void **)&g->d_rec_count, 2 * sizeof(unsigned long long), "fit mlp record count") ||
-            vx_cuda_alloc((void **)&g->d_rec, g->rec_cap * sizeof(vx_fit_mlp_record), "fit mlp records") ||
             vx_cuda_alloc((void **)&g->d_defer[0], nb * sizeof(int), "fit mlp deferred rays") ||
             vx_cuda_alloc((void **)&g->d_defer[1], nb * sizeof(int), "fit mlp deferred rays") ||
             vx_cuda_alloc((void **)&g->d_ndefer, sizeof(unsigned), "fit mlp deferred count"))
@@ -355,6 +362,7 @@ extern "C" int vx_fit_model_upload_cuda(vx_fit_device **out, const vx_fit_model 
     g->m.mp.occ_b = 0; /* occupancy is rebuilt on the device by vx_fit_occupancy_build_cuda */
     g->max_batch = max_batch;
     g->version = 2;
+    g->mlp_kernel = 1;
     if (vx__create(g, f, max_batch)) { vx_fit_model_free_cuda(g); return -1; }
     *out = g;
     return 0;
@@ -370,6 +378,13 @@ extern "C" void vx_fit_set_ray_reg_cuda(vx_fit_device *g, float sparsity, float 
 extern "C" void vx_fit_profile_cuda(vx_fit_device *g, int on) { g->profile = on; }
 extern "C" void vx_fit_set_mlp_records_cuda(vx_fit_device *g, unsigned long long records) {
     if (records >= 1 && records < g->rec_cap) g->rec_cap = records;
+    if (records >= 1 && (!g->mb_cap || records < g->mb_cap)) g->mb_cap = records; /* before the batched arrays exist: their size */
+}
+extern "C" int vx_fit_set_mlp_kernel_cuda(vx_fit_device *g, int kernel) {
+    if (kernel == 0) kernel = 1;
+    if (kernel != 1 && kernel != 2) return vx_error("fit: mlp kernel %d (1: per ray, 2: batched)", kernel);
+    g->mlp_kernel = kernel;
+    return 0;
 }
 extern "C" void vx_fit_timings_cuda(vx_fit_device *g, double ms[4]) {
     for (int k = 0; k < 4; k++) { ms[k] = g->prof_ms[k]; g->prof_ms[k] = 0.0; }
@@ -474,12 +489,15 @@ static int vx__mlp_bind(const vx_fit_device *g) {
  * consumes). Rays that found the record buffer full run again in the next pass, after the
  * reduction emptied it; each pass finishes at least the first ray that reserved. */
 static int vx__rays_mlp(vx_fit_device *g, const vx_fit_ray_src *src, int n, float *d_rgb) {
+    if (n > g->max_batch) return vx_error("fit: the mlp step takes at most the %d rays it was made for, not %d", g->max_batch, n);
     vx_fit_reg reg = vx__reg(g, n);
     if (vx_fit_reg_on(&reg)) return vx_error("fit: --sparsity and --distortion have no CUDA kernel for the mlp decoder yet");
     int bs = 128, L = g->m.mlp_layers, m = n;
     const unsigned char *occ = g->m.mp.occ_b ? g->d_occ : NULL;
     float *wmax = g->m.track_wmax ? g->d_wmax : NULL;
     vx_fit_index ix = vx__index(g);
+    if (!g->d_rec && vx_cuda_alloc((void **)&g->d_rec, g->rec_cap * sizeof(vx_fit_mlp_record), "fit mlp records"))
+        return -1;
     if (vx_cuda_zero(g->d_sum, sizeof(double)) || vx__mlp_bind(g)) return -1;
     float scale = 1.0f / (3.0f * (float)n);
     const int *list = NULL;
@@ -517,10 +535,100 @@ static int vx__rays_mlp(vx_fit_device *g, const vx_fit_ray_src *src, int n, floa
     return 0;
 }
 
+/* The batched step's arrays (fit_mlp_batch.cuh), on its first use: 32 samples a ray of the
+ * batch (or what a test asked for), at most 4 GiB; and the network kernels' shared memory
+ * (73 KB: past the 48 KB a kernel gets unless it asks) and persistent grid sizes. */
+static int vx__mlpb_alloc(vx_fit_device *g) {
+    if (g->mb.x) return 0;
+    size_t nb = (size_t)g->max_batch, per = 32 * sizeof(float) + 3 * sizeof(float4) + sizeof(float);
+    unsigned long long cap = g->mb_cap ? g->mb_cap : (unsigned long long)nb * 32;
+    if (cap * per > ((size_t)4 << 30)) cap = ((size_t)4 << 30) / per;
+    g->mb_cap = cap;
+    if (vx_cuda_alloc((void **)&g->mb.x, cap * 32 * sizeof(float), "fit mlp sample inputs") ||
+        vx_cuda_alloc((void **)&g->mb.pt, cap * sizeof(float4), "fit mlp sample points") ||
+        vx_cuda_alloc((void **)&g->mb.rgb, cap * sizeof(float4), "fit mlp sample colours") ||
+        vx_cuda_alloc((void **)&g->mb.dout, cap * sizeof(float4), "fit mlp sample gradients") ||
+        vx_cuda_alloc((void **)&g->mb.dt, cap * sizeof(float), "fit mlp sample lengths") ||
+        vx_cuda_alloc((void **)&g->mb.ray_start, nb * sizeof(unsigned long long), "fit mlp ray starts") ||
+        vx_cuda_alloc((void **)&g->mb.ray_n, nb * sizeof(int), "fit mlp ray counts"))
+        return -1;
+    int dev = 0, sms = 0, k[2][2];
+    VX_CUDA_CHECK(cudaGetDevice(&dev));
+    VX_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    int smem = (int)VX_MLPB_SMEM;
+    VX_CUDA_CHECK(cudaFuncSetAttribute(vx_fit_mlpb_forward_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    VX_CUDA_CHECK(cudaFuncSetAttribute(vx_fit_mlpb_forward_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    VX_CUDA_CHECK(cudaFuncSetAttribute(vx_fit_mlpb_backward_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    VX_CUDA_CHECK(cudaFuncSetAttribute(vx_fit_mlpb_backward_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    VX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&k[0][0], vx_fit_mlpb_forward_kernel<1>, VX_MLPB_THREADS, VX_MLPB_SMEM));
+    VX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&k[0][1], vx_fit_mlpb_forward_kernel<2>, VX_MLPB_THREADS, VX_MLPB_SMEM));
+    VX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&k[1][0], vx_fit_mlpb_backward_kernel<1>, VX_MLPB_THREADS, VX_MLPB_SMEM));
+    VX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&k[1][1], vx_fit_mlpb_backward_kernel<2>, VX_MLPB_THREADS, VX_MLPB_SMEM));
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++) {
+            if (k[a][b] < 1) return vx_error("fit: the mlp network kernels do not fit an SM (%zu B of shared memory)", VX_MLPB_SMEM);
+            g->mb_blocks[a][b] = k[a][b] * sms;
+        }
+    return 0;
+}
+
+/* The batched mlp step (fit_mlp_batch.cuh): gather the composited samples of as many rays
+ * as the arrays hold, run the network forward over them, composite, run it backward and
+ * scatter; rays that did not fit run in the next pass. */
+static int vx__rays_mlp_batched(vx_fit_device *g, const vx_fit_ray_src *src, int n, float *d_rgb) {
+    if (n > g->max_batch) return vx_error("fit: the mlp step takes at most the %d rays it was made for, not %d", g->max_batch, n);
+    vx_fit_reg reg = vx__reg(g, n);
+    if (vx_fit_reg_on(&reg)) return vx_error("fit: --sparsity and --distortion have no CUDA kernel for the mlp decoder yet");
+    int L = g->m.mlp_layers, m = n;
+    const unsigned char *occ = g->m.mp.occ_b ? g->d_occ : NULL;
+    float *wmax = g->m.track_wmax ? g->d_wmax : NULL;
+    vx_fit_index ix = vx__index(g);
+    if (vx__mlpb_alloc(g) || vx_cuda_zero(g->d_sum, sizeof(double))) return -1;
+    float scale = 1.0f / (3.0f * (float)n);
+    const int *list = NULL;
+    for (int pass = 0; m > 0; pass++) {
+        if (pass > n) return vx_error("fit: the mlp ray step made no progress (%d rays left)", m);
+        int *defer = g->d_defer[pass & 1];
+        if (vx_cuda_zero(g->d_rec_count, 2 * sizeof(unsigned long long)) ||
+            vx_cuda_zero(g->d_ndefer, sizeof(unsigned)))
+            return -1;
+        unsigned rb = vx_ceil_div((size_t)m, 128);
+        vx_fit_mlpb_gather_kernel<<<rb, 128>>>(g->m.mp, ix, g->d_data, occ, *src, list, m, g->mb, g->mb_cap,
+                                               g->d_rec_count, defer, g->d_ndefer);
+        VX_LAUNCH_CHECK("vx_fit_mlpb_gather_kernel");
+        unsigned long long cnt[2];
+        unsigned left = 0;
+        if (vx_cuda_download(cnt, g->d_rec_count, sizeof cnt) || vx_cuda_download(&left, g->d_ndefer, sizeof left))
+            return -1;
+        unsigned long long S = cnt[1], tiles = (S + VX_MLPB_TILE - 1) / VX_MLPB_TILE;
+        if (S) {
+            unsigned fb = (unsigned)(tiles < (unsigned long long)g->mb_blocks[0][L - 1] ? tiles : g->mb_blocks[0][L - 1]);
+            if (L == 1) vx_fit_mlpb_forward_kernel<1><<<fb, VX_MLPB_THREADS, VX_MLPB_SMEM>>>(g->d_mlp, g->mb, S);
+            else vx_fit_mlpb_forward_kernel<2><<<fb, VX_MLPB_THREADS, VX_MLPB_SMEM>>>(g->d_mlp, g->mb, S);
+            VX_LAUNCH_CHECK("vx_fit_mlpb_forward_kernel");
+        }
+        vx_fit_mlpb_composite_kernel<<<rb, 128>>>(g->m.mp, *src, list, m, scale, g->mb, d_rgb, g->d_sum);
+        VX_LAUNCH_CHECK("vx_fit_mlpb_composite_kernel");
+        if (S) {
+            unsigned bb = (unsigned)(tiles < (unsigned long long)g->mb_blocks[1][L - 1] ? tiles : g->mb_blocks[1][L - 1]);
+            if (L == 1) vx_fit_mlpb_backward_kernel<1><<<bb, VX_MLPB_THREADS, VX_MLPB_SMEM>>>(g->d_mlp, g->mb, S, g->d_mlp_grad);
+            else vx_fit_mlpb_backward_kernel<2><<<bb, VX_MLPB_THREADS, VX_MLPB_SMEM>>>(g->d_mlp, g->mb, S, g->d_mlp_grad);
+            VX_LAUNCH_CHECK("vx_fit_mlpb_backward_kernel");
+            vx_fit_mlpb_scatter_kernel<<<vx_ceil_div((size_t)S, 256), 256>>>(ix, g->mb, S, g->d_grad, wmax);
+            VX_LAUNCH_CHECK("vx_fit_mlpb_scatter_kernel");
+        }
+        if (left >= (unsigned)m && !S) return vx_error("fit: the mlp ray step made no progress (%d rays left)", m);
+        list = defer;
+        m = (int)left;
+    }
+    return 0;
+}
+
 /* Launch version 2 for this model's SH degree; the instantiation with the regularisers
  * only when one is on, so the default kernel is the one measured before they existed. */
 static int vx__rays_v2(vx_fit_device *g, const vx_fit_ray_src *src, int n, float *d_rgb) {
-    if (g->m.mlp_layers) return vx__rays_mlp(g, src, n, d_rgb);
+    if (g->m.mlp_layers)
+        return g->mlp_kernel == 2 ? vx__rays_mlp_batched(g, src, n, d_rgb) : vx__rays_mlp(g, src, n, d_rgb);
     int bs = 128;
     unsigned blocks = vx_ceil_div((size_t)n, bs);
     float scale = 1.0f / (3.0f * (float)n);

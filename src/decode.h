@@ -231,10 +231,10 @@ VX_HD float vx_decode_mlp(const vx_decoder *d, const float *w, int layers, const
 VX_HD float vx_decode(const vx_decoder *d, const float *raw, vx_vec3 dir, float *rgb) {
     if (d->type == VX_DEC_SCALAR) return vx_decode_scalar(d, raw, rgb);
     if (d->type == VX_DEC_SH) return vx_decode_sh(d, d->sh_degree, raw, dir, rgb);
-#ifndef __CUDA_ARCH__ /* host only: the weights' address is a host one. CUDA decodes the mlp in render.cu alone,
-                       * from constant memory; the fit's kernels refuse an mlp model (fit_backend_cuda.c), the
-                       * HDDA kernel any decoder but scalar. Left out of device code, the kernels that call
-                       * this compile as they did before the mlp decoder existed. */
+#ifndef __CUDA_ARCH__ /* host only: the weights' address is a host one. CUDA decodes the mlp in render.cu and
+                       * in the fit's own mlp kernels (fit_mlp.cuh, fit_mlp_batch.cuh), from their copies of
+                       * the weights; the HDDA kernel takes no decoder but scalar. Left out of device code,
+                       * the kernels that call this compile as they did before the mlp decoder existed. */
     if (d->type == VX_DEC_MLP) return vx_decode_mlp(d, vx_decoder_mlp_weights(d), vx_decoder_mlp_layers(d), raw, dir, rgb);
 #endif
     return vx_decode_rgba(d, raw, rgb);

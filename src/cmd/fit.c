@@ -50,6 +50,8 @@ static void vx__fit_usage(FILE *o) {
             "                       (docs/FIT.md)\n"
             "  --mlp-layers L       the network's hidden layers of 64, 1 or 2 (default 2)\n"
             "  --lr-mlp A           Adam step size of the network's weights (default 0.001)\n"
+            "  --mlp-kernel K       CUDA: per-ray (default: the network inside the ray kernel)\n"
+            "                       or batched (tiled products over the step's samples)\n"
             "  --val-every K        validation renders every K iterations, 0: only at the end\n"
             "                       (default 500; CUDA: 10000)\n"
             "  --val-views N        held-out views in the progress PSNR (default 3)\n"
@@ -171,7 +173,7 @@ int vx_cmd_fit(int argc, char **argv) {
                                        "--val-views", "--val-split", "--downscale", "--bbox", "--step", "--seed",
                                        "--lr-sigma", "--lr-sh", "--lr-final", "--tv-sigma", "--tv-sh", "--tv-until",
                                        "--backend", "--max-seconds", "--stage-ends", "--sparsity", "--distortion", "--error-map", "--crop-keep",
-                                       "--decoder", "--mlp-layers", "--lr-mlp"};
+                                       "--decoder", "--mlp-layers", "--lr-mlp", "--mlp-kernel"};
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             if (!strcmp(a, valued[k]) && !need) {
                 snprintf(msg, sizeof msg, "%s needs a value", a);
@@ -190,6 +192,12 @@ int vx_cmd_fit(int argc, char **argv) {
         }
         else if (!strcmp(a, "--mlp-layers")) bad = vx_parse_int(a, argv[++i], 1, 2, &mlp_layers);
         else if (!strcmp(a, "--lr-mlp")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_mlp = (float)dv; }
+        else if (!strcmp(a, "--mlp-kernel")) {
+            const char *kn = argv[++i];
+            if (!strcmp(kn, "per-ray")) cfg.hp.mlp_kernel = 1;
+            else if (!strcmp(kn, "batched")) cfg.hp.mlp_kernel = 2;
+            else { snprintf(msg, sizeof msg, "--mlp-kernel %s: expected per-ray or batched", kn); return vx_cli_usage_error("fit", msg); }
+        }
         else if (!strcmp(a, "--val-every")) {
             bad = vx_parse_int(a, argv[++i], 0, 100000000, &cfg.val_every);
             set |= VX_FIT_SET_VAL_EVERY;

@@ -580,31 +580,40 @@ static void test_training_steps(void **state) {
     }
 }
 
+/* A random mlp model: densities partly negative, features in [-1, 1], the initial weights
+ * scaled by random factors in [0.5, 2]; bricked storage when asked. */
+static void random_mlp_model(vx_fit_model *f, int layers, int bricked) {
+    random_model(f, 0);
+    OK(vx_fit_model_use_mlp_cpu(f, layers, (unsigned)(urand() * 1e9)));
+    for (size_t i = 0; i < nvox(f); i++) {
+        f->data[i * f->nc] = (float)uni(-1, 3);
+        for (int c = 1; c < f->nc; c++) f->data[i * f->nc + c] = (float)uni(-1, 1);
+    }
+    for (int k = 0; k < vx_mlp_weight_count(layers); k++) f->mlp[k] *= (float)uni(0.5, 2.0);
+    OK(vx_fit_update_params(f, 1e-4f));
+    make_bricked(f, bricked);
+}
+
 /* The mlp decoder: colours, loss, dL/dgrid and dL/dweights of one batch, then Adam on the
- * weights, CUDA against the CPU. Every other trial holds only 300 records, so the batch
- * runs in many passes (rays put off while the buffer is full). */
+ * weights, CUDA against the CPU, with both CUDA kernels (the network per ray, and batched
+ * over the step's samples). Every other trial holds only 300 records (samples), so the
+ * batch runs in many passes (rays put off while the buffer is full). */
 static void test_mlp_step(void **state) {
     (void)state;
-    for (int trial = 0; trial < 8; trial++) { /* small problems: every case also in the quick run */
+    for (int trial = 0; trial < 16; trial++) { /* small problems: every case also in the quick run */
         vx_fit_model f, h;
-        int layers = 1 + trial % 2, small = (trial / 2) % 2, bricked = (trial / 4) % 2;
-        random_model(&f, 0);
-        OK(vx_fit_model_use_mlp_cpu(&f, layers, (unsigned)(urand() * 1e9)));
+        int layers = 1 + trial % 2, small = (trial / 2) % 2, bricked = (trial / 4) % 2, kernel = 1 + trial / 8;
+        random_mlp_model(&f, layers, bricked);
         size_t nw = (size_t)vx_mlp_weight_count(layers);
-        for (size_t i = 0; i < nvox(&f); i++) {
-            f.data[i * f.nc] = (float)uni(-1, 3);
-            for (int c = 1; c < f.nc; c++) f.data[i * f.nc + c] = (float)uni(-1, 1);
-        }
-        for (size_t k = 0; k < nw; k++) f.mlp[k] *= (float)uni(0.5, 2.0);
-        OK(vx_fit_update_params(&f, 1e-4f));
-        make_bricked(&f, bricked);
         vx_fit_batch b;
         random_batch(&f, &b, 2000);
         vx_fit_device *g;
         OK(vx_fit_model_upload_cuda(&g, &f, b.n));
         if (small) vx_fit_set_mlp_records_cuda(g, 300);
-        print_message("trial %d: mlp, %d hidden layer(s), %s storage, %s record buffer\n", trial, layers,
-                      f.table ? "bricked" : "dense", small ? "300-record" : "full");
+        OK(vx_fit_set_mlp_kernel_cuda(g, kernel));
+        print_message("trial %d: mlp, %s kernel, %d hidden layer(s), %s storage, %s record buffer\n", trial,
+                      kernel == 1 ? "per-ray" : "batched", layers, f.table ? "bricked" : "dense",
+                      small ? "300-record" : "full");
         OK(vx_fit_update_params_cuda(g, 1e-4f));
         OK(vx_fit_occupancy_build_cpu(&f, 4));
         OK(vx_fit_occupancy_build_cuda(g, 4));
@@ -624,6 +633,7 @@ static void test_mlp_step(void **state) {
         /* a hidden unit within rounding of relu's kink can switch on one side only: one
          * sample's dL/dfeatures (8 corners x 16) and its row of dL/dweights then differ */
         compare_most(f.grad, h.grad, n, 1e-4, 1e-8, 160, "mlp grid gradient");
+        compare_wmax(f.wmax, h.wmax, nvox(&f), "mlp max weights");
         compare_most(f.mlp_grad, h.mlp_grad, nw, 1e-4, 1e-8, 2 * VX_MLP_WIDTH, "mlp weight gradient");
         vx_fit_hparams hp;
         vx_fit_hparams_default(&hp);
@@ -645,6 +655,49 @@ static void test_mlp_step(void **state) {
     }
 }
 
+/* The mlp decoder's step on rays drawn on the device (how `fit` trains) equals the CPU's on
+ * the same rays drawn on the host, both kernels. */
+static void test_mlp_sampled_rays(void **state) {
+    (void)state;
+    for (int trial = 0; trial < 4; trial++) {
+        vx_fit_model f, h;
+        int layers = 1 + trial % 2, kernel = 1 + trial / 2, n = 3000;
+        random_mlp_model(&f, layers, trial % 2);
+        vx_dataset d;
+        random_dataset(&f, &d, 3 + trial, 17 + trial, 13);
+        uint64_t seed = vx_splitmix64(&g_state);
+        vx_fit_batch b;
+        OK(vx_fit_batch_alloc(&b, n));
+        vx_fit_sample_batch(&d, seed, &b);
+        vx_fit_device *g;
+        OK(vx_fit_model_upload_cuda(&g, &f, n));
+        OK(vx_fit_set_mlp_kernel_cuda(g, kernel));
+        OK(vx_fit_views_upload_cuda(g, &d));
+        OK(vx_fit_update_params_cuda(g, 1e-4f));
+        OK(vx_fit_occupancy_build_cpu(&f, 4));
+        OK(vx_fit_occupancy_build_cuda(g, 4));
+        vx_fit_zero_grad_cpu(&f);
+        OK(vx_fit_zero_grad_cuda(g));
+        double lc = vx_fit_rays_backward_cpu(&f, &b, NULL), lg;
+        OK(vx_fit_rays_sampled_cuda(g, n, seed, &lg));
+        print_message("mlp sampled rays (%s kernel, %d layer(s)): loss CPU %.8f GPU %.8f\n",
+                      kernel == 1 ? "per-ray" : "batched", layers, lc, lg);
+        assert_true(fabs(lc - lg) <= 1e-5 * lc + 1e-9);
+        memset(&h, 0, sizeof h);
+        OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, 0, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
+        OK(vx_fit_model_use_mlp_cpu(&h, layers, 1));
+        OK(vx_fit_model_download_cuda(g, &h));
+        compare_most(f.grad, h.grad, nvox(&f) * f.nc, 1e-4, 1e-8, 160, "mlp gradient from device-drawn rays");
+        compare_most(f.mlp_grad, h.mlp_grad, (size_t)vx_mlp_weight_count(layers), 1e-4, 1e-8, 2 * VX_MLP_WIDTH,
+                     "mlp weight gradient from device-drawn rays");
+        vx_fit_model_free_cuda(g);
+        vx_fit_batch_free(&b);
+        vx_dataset_free(&d);
+        vx_fit_model_free(&f);
+        vx_fit_model_free(&h);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rays_backward),
@@ -656,6 +709,7 @@ int main(void) {
         cmocka_unit_test(test_render),
         cmocka_unit_test(test_training_steps),
         cmocka_unit_test(test_mlp_step),
+        cmocka_unit_test(test_mlp_sampled_rays),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

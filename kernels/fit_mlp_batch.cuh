@@ -1,0 +1,513 @@
+/* fit_mlp_batch.cuh - the mlp decoder's batched CUDA training step, included by fit.cu
+ * after fit_mlp.cuh: the network leaves the march and runs as tiled matrix products over
+ * all of a step's samples. Which samples a ray composites depends on density alone (T is
+ * a product of exp(-sigma dt)), so: gather (march, keep each composited sample's network
+ * input, point, sigma and dt) -> network forward (64-sample tiles) -> composite per ray
+ * (colour, loss, each sample's dL/d(output) and dL/dsigma) -> network backward (dL/dinput,
+ * dL/dweights summed per block) -> scatter to the grid. Same maths as fit_mlp.cuh's fused
+ * kernel (the CPU's vx_fit_decode_mlp_backward), other summation order. */
+#ifndef VX_FIT_MLP_BATCH_CUH
+#define VX_FIT_MLP_BATCH_CUH
+
+#include "fit_mlp.cuh"
+
+/* A step's per-sample arrays (capacity cap samples): x the network input (32 floats: 15
+ * features, 16 direction terms, 0), reused by the backward for dL/d(raw) (draw[0] density,
+ * then 15 features); pt (point, sigma), after the composite (point, weight w = T alpha);
+ * dt the segment length; rgb the network's colour; dout (dL/d(output pre-activation),
+ * dL/d(raw density)). Per ray of the pass: its first sample and count (-1: put off). */
+typedef struct {
+    float *x;
+    float4 *pt, *rgb, *dout;
+    float *dt;
+    unsigned long long *ray_start;
+    int *ray_n;
+} vx_fit_mlp_batch;
+
+#define VX_MLPB_TILE 64   /* samples a tile */
+#define VX_MLPB_THREADS 256
+#define VX_MLPB_XS 36     /* shared row strides (floats): 16-byte rows, 4 banks apart */
+#define VX_MLPB_HS 68
+
+/* Shared memory of the network kernels: weights as [out][in] rows, then the tile. */
+#define VX_MLPB_W0 0                                              /* [64][36] */
+#define VX_MLPB_B0 (VX_MLPB_W0 + VX_MLP_WIDTH * VX_MLPB_XS)       /* [64] */
+#define VX_MLPB_W1 (VX_MLPB_B0 + VX_MLP_WIDTH)                    /* [64][68] */
+#define VX_MLPB_B1 (VX_MLPB_W1 + VX_MLP_WIDTH * VX_MLPB_HS)       /* [64] */
+#define VX_MLPB_W2 (VX_MLPB_B1 + VX_MLP_WIDTH)                    /* [3][68] */
+#define VX_MLPB_B2 (VX_MLPB_W2 + 3 * VX_MLPB_HS)                  /* [4] */
+#define VX_MLPB_X (VX_MLPB_B2 + 4)                                /* tile input [64][36] */
+#define VX_MLPB_H1 (VX_MLPB_X + VX_MLPB_TILE * VX_MLPB_XS)        /* [64][68] */
+#define VX_MLPB_H2 (VX_MLPB_H1 + VX_MLPB_TILE * VX_MLPB_HS)       /* [64][68] */
+#define VX_MLPB_DO (VX_MLPB_H2 + VX_MLPB_TILE * VX_MLPB_HS)       /* [64][4] */
+#define VX_MLPB_FLOATS (VX_MLPB_DO + VX_MLPB_TILE * 4)
+#define VX_MLPB_SMEM ((size_t)VX_MLPB_FLOATS * sizeof(float))
+
+/* The ray of list entry t: origin, direction and target colour, as fit_mlp.cuh's kernel
+ * draws it (the same pixel for the same seed and index). */
+__device__ __forceinline__ int vx_fit_mlpb_ray(const vx_fit_ray_src *src, const int *list, int t, vx_vec3 *o,
+                                               vx_vec3 *d, const float **target) {
+    int r = list ? list[t] : t;
+    if (src->images) {
+        int v, i, j;
+        vx_fit_tiles T = src->tiles;
+        vx_fit_pick_pixel_map(&T, src->seed, (unsigned long long)r, &v, &i, &j);
+        vx_camera_ray(&src->cams[v], (float)j + 0.5f, (float)i + 0.5f, o, d);
+        *target = src->images + (((size_t)v * T.h + i) * T.w + j) * 3;
+    } else {
+        *o = vx_v3(src->origin[3 * r], src->origin[3 * r + 1], src->origin[3 * r + 2]);
+        *d = vx_v3(src->dir[3 * r], src->dir[3 * r + 1], src->dir[3 * r + 2]);
+        *target = src->target + 3 * r;
+    }
+    return r;
+}
+
+/* The gather op: sample() interpolates the density first, the features only where there
+ * is density (WRITE) and returns sigma as vx_decode_mlp does; visit() counts (!WRITE) or
+ * writes the sample. rgb is left 0: only T matters here, and it does not depend on it. */
+template <bool WRITE> struct vx_fit_mlpb_op {
+    static constexpr bool pieces = false;
+    const vx_march_params *m;
+    const vx_fit_index *L;
+    const float *data;
+    vx_vec3 dir;
+    float raw[VX_MLP_CHANNELS];
+    int n;
+    vx_fit_mlp_batch B;
+    unsigned long long next;
+
+    static __device__ __forceinline__ float sample(void *op, const vx_sample *smp, vx_vec3 d, float *rgb) {
+        vx_fit_mlpb_op *f = (vx_fit_mlpb_op *)op;
+        (void)d;
+        size_t idx[8];
+        float w[8];
+        vx_fit_corners(f->L, smp->p, idx, w);
+        float raw0 = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; j++) raw0 += w[j] * __ldg(f->data + idx[j] * VX_MLP_CHANNELS);
+        rgb[0] = rgb[1] = rgb[2] = 0.0f;
+        if (!(raw0 > 0.0f)) return 0.0f;
+        if constexpr (WRITE) {
+#pragma unroll
+            for (int c = 0; c < VX_MLP_CHANNELS; c++) f->raw[c] = 0.0f;
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                float v[VX_MLP_CHANNELS];
+                vx_fit_load<VX_MLP_CHANNELS>(f->data, idx[j], v);
+#pragma unroll
+                for (int c = 0; c < VX_MLP_CHANNELS; c++) f->raw[c] += w[j] * v[c];
+            }
+        }
+        f->raw[0] = raw0;
+        return vx_density_activate(f->m->dec.density_act, raw0) * f->m->dec.density_scale;
+    }
+
+    static __device__ __forceinline__ void visit(void *op, const vx_composite *cs, const vx_sample *smp,
+                                                 const float *rgb, float wk) {
+        vx_fit_mlpb_op *f = (vx_fit_mlpb_op *)op;
+        (void)cs; (void)rgb; (void)wk;
+        if constexpr (!WRITE) {
+            f->n++;
+        } else {
+            unsigned long long s = f->next++;
+            float x[VX_MLP_IN + 1];
+            vx_mlp_input(f->raw, f->dir, x);
+            x[VX_MLP_IN] = 0.0f;
+            float4 *dst = (float4 *)(f->B.x + s * 32);
+#pragma unroll
+            for (int q = 0; q < 8; q++) dst[q] = make_float4(x[4 * q], x[4 * q + 1], x[4 * q + 2], x[4 * q + 3]);
+            float sigma = vx_density_activate(f->m->dec.density_act, f->raw[0]) * f->m->dec.density_scale;
+            f->B.pt[s] = make_float4(smp->p.x, smp->p.y, smp->p.z, sigma);
+            f->B.dt[s] = smp->tb - smp->ta;
+        }
+    }
+};
+
+/* Gather for list entries [0, n): march once to count the composited samples, reserve
+ * them with one atomic, march again to write them; a ray that finds the arrays full is put
+ * off (deferred, ray_n -1). rec_count[0] counts reservations, rec_count[1] ends the written
+ * samples. */
+__global__ void __launch_bounds__(128)
+vx_fit_mlpb_gather_kernel(vx_march_params mp, vx_fit_index L, const float *__restrict__ data,
+                          const unsigned char *__restrict__ occ, vx_fit_ray_src src, const int *__restrict__ list,
+                          int n, vx_fit_mlp_batch B, unsigned long long cap, unsigned long long *rec_count,
+                          int *deferred, unsigned *n_deferred) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    vx_vec3 o, d;
+    const float *target;
+    int r = vx_fit_mlpb_ray(&src, list, t, &o, &d, &target);
+    vx_fit_mlpb_op<false> cnt;
+    cnt.m = &mp; cnt.L = &L; cnt.data = data; cnt.dir = d; cnt.n = 0;
+    vx_march_run(&mp, occ, o, d, 0.0f, &cnt);
+    unsigned long long at = cnt.n ? atomicAdd(rec_count, (unsigned long long)cnt.n) : 0ull;
+    if (at + cnt.n > cap) {
+        deferred[atomicAdd(n_deferred, 1u)] = r;
+        B.ray_n[t] = -1;
+        return;
+    }
+    B.ray_start[t] = at;
+    B.ray_n[t] = cnt.n;
+    if (!cnt.n) return;
+    atomicMax(rec_count + 1, at + cnt.n);
+    vx_fit_mlpb_op<true> wr;
+    wr.m = &mp; wr.L = &L; wr.data = data; wr.dir = d; wr.B = B; wr.next = at;
+    vx_march_run(&mp, occ, o, d, 0.0f, &wr);
+}
+
+/* The weights (packed, global) into shared memory as [out][in] rows. */
+template <int LAYERS> __device__ __forceinline__ void vx_fit_mlpb_load_weights(const float *__restrict__ w, float *sm) {
+    const int W = VX_MLP_WIDTH;
+    for (int k = threadIdx.x; k < W * VX_MLPB_XS; k += blockDim.x) {
+        int o = k / VX_MLPB_XS, i = k % VX_MLPB_XS;
+        sm[VX_MLPB_W0 + k] = i < VX_MLP_IN ? w[i * W + o] : 0.0f;
+    }
+    for (int k = threadIdx.x; k < W; k += blockDim.x) sm[VX_MLPB_B0 + k] = w[VX_MLP_B0 + k];
+    if (LAYERS == 2) {
+        for (int k = threadIdx.x; k < W * VX_MLPB_HS; k += blockDim.x) {
+            int o = k / VX_MLPB_HS, i = k % VX_MLPB_HS;
+            sm[VX_MLPB_W1 + k] = i < W ? w[VX_MLP_L1 + o * W + i] : 0.0f;
+        }
+        for (int k = threadIdx.x; k < W; k += blockDim.x) sm[VX_MLPB_B1 + k] = w[VX_MLP_L1 + W * W + k];
+    }
+    const float *w2 = w + vx_mlp_out_offset(LAYERS);
+    for (int k = threadIdx.x; k < 3 * VX_MLPB_HS; k += blockDim.x) {
+        int c = k / VX_MLPB_HS, i = k % VX_MLPB_HS;
+        sm[VX_MLPB_W2 + k] = i < W ? w2[c * W + i] : 0.0f;
+    }
+    if (threadIdx.x < 4) sm[VX_MLPB_B2 + threadIdx.x] = threadIdx.x < 3 ? w2[3 * W + threadIdx.x] : 0.0f;
+}
+
+/* Rows [s0, s0 + 64) of x (32 floats each) into the tile, zeros past s_end. */
+__device__ __forceinline__ void vx_fit_mlpb_load_x(const float *__restrict__ x, unsigned long long s0,
+                                                   unsigned long long s_end, float *sx) {
+    for (int k = threadIdx.x; k < VX_MLPB_TILE * 8; k += blockDim.x) {
+        int s = k >> 3, q = k & 7;
+        float4 v = s0 + s < s_end ? __ldg((const float4 *)(x + (s0 + s) * 32) + q) : make_float4(0, 0, 0, 0);
+        *(float4 *)(sx + s * VX_MLPB_XS + 4 * q) = v;
+    }
+}
+
+/* out[s][n] = relu(b[n] + sum_k in[s][k] W[n][k]) for the tile's 64 samples and 64 units:
+ * thread (tx, ty) = (t % 16, t / 16) computes samples ty + 16 i and units tx + 16 j. */
+template <int K, int IS>
+__device__ __forceinline__ void vx_fit_mlpb_linear(const float *in, const float *Wt, const float *b, float *out) {
+    const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+    float acc[4][4];
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        float bj = b[tx + 16 * j];
+#pragma unroll
+        for (int i = 0; i < 4; i++) acc[i][j] = bj;
+    }
+#pragma unroll 4
+    for (int k = 0; k < K; k += 4) {
+        float4 a[4], w[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) a[i] = *(const float4 *)(in + (ty + 16 * i) * IS + k);
+#pragma unroll
+        for (int j = 0; j < 4; j++) w[j] = *(const float4 *)(Wt + (tx + 16 * j) * (K == 32 ? VX_MLPB_XS : VX_MLPB_HS) + k);
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                acc[i][j] = fmaf(a[i].x, w[j].x, acc[i][j]);
+                acc[i][j] = fmaf(a[i].y, w[j].y, acc[i][j]);
+                acc[i][j] = fmaf(a[i].z, w[j].z, acc[i][j]);
+                acc[i][j] = fmaf(a[i].w, w[j].w, acc[i][j]);
+            }
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) out[(ty + 16 * i) * VX_MLPB_HS + tx + 16 * j] = vx_maxf(acc[i][j], 0.0f);
+}
+
+/* The hidden layers of the tile in sm (input at VX_MLPB_X): h1, and h2 with 2 layers. */
+template <int LAYERS> __device__ __forceinline__ void vx_fit_mlpb_hidden(float *sm) {
+    vx_fit_mlpb_linear<32, VX_MLPB_XS>(sm + VX_MLPB_X, sm + VX_MLPB_W0, sm + VX_MLPB_B0, sm + VX_MLPB_H1);
+    if (LAYERS == 2) {
+        __syncthreads();
+        vx_fit_mlpb_linear<VX_MLP_WIDTH, VX_MLPB_HS>(sm + VX_MLPB_H1, sm + VX_MLPB_W1, sm + VX_MLPB_B1,
+                                                     sm + VX_MLPB_H2);
+    }
+    __syncthreads();
+}
+
+/* Network forward over samples [0, S): rgb = sigmoid(out). Persistent blocks (the weights
+ * are loaded once a block), 64 samples a tile. */
+template <int LAYERS>
+__global__ void __launch_bounds__(VX_MLPB_THREADS)
+vx_fit_mlpb_forward_kernel(const float *__restrict__ w, vx_fit_mlp_batch B, unsigned long long S) {
+    extern __shared__ float4 vx_mlpb_smem4[];
+    float *sm = (float *)vx_mlpb_smem4;
+    vx_fit_mlpb_load_weights<LAYERS>(w, sm);
+    const float *hl = sm + (LAYERS == 2 ? VX_MLPB_H2 : VX_MLPB_H1);
+    unsigned long long tiles = (S + VX_MLPB_TILE - 1) / VX_MLPB_TILE;
+    for (unsigned long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        unsigned long long s0 = tile * VX_MLPB_TILE;
+        __syncthreads(); /* the weights, or the last tile's readers */
+        vx_fit_mlpb_load_x(B.x, s0, S, sm + VX_MLPB_X);
+        __syncthreads();
+        vx_fit_mlpb_hidden<LAYERS>(sm);
+        if (threadIdx.x < VX_MLPB_TILE * 3) {
+            int s = threadIdx.x / 3, c = threadIdx.x % 3;
+            float a = sm[VX_MLPB_B2 + c];
+            const float *h = hl + s * VX_MLPB_HS, *w2 = sm + VX_MLPB_W2 + c * VX_MLPB_HS;
+#pragma unroll 8
+            for (int o = 0; o < VX_MLP_WIDTH; o++) a = fmaf(w2[o], h[o], a);
+            if (s0 + s < S) ((float *)(B.rgb + s0 + s))[c] = vx_sigmoidf(a);
+        }
+    }
+}
+
+/* Composite each ray of the pass from its samples in order (vx_composite_step, as the
+ * march did), then per sample dL/d(output pre-activation) and dL/d(raw density) as
+ * fit_mlp.cuh's visit computes them, and the sample's weight into pt.w. Loss sums per
+ * block into *loss_sum. */
+__global__ void __launch_bounds__(128)
+vx_fit_mlpb_composite_kernel(vx_march_params mp, vx_fit_ray_src src, const int *__restrict__ list, int n, float scale,
+                             vx_fit_mlp_batch B, float *rgb_out, double *loss_sum) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    float l = 0.0f;
+    if (t < n && B.ray_n[t] >= 0) {
+        vx_vec3 o, d;
+        const float *target;
+        int r = vx_fit_mlpb_ray(&src, list, t, &o, &d, &target);
+        unsigned long long s0 = B.ray_start[t];
+        int ns = B.ray_n[t];
+        vx_composite c = {{0.0f, 0.0f, 0.0f}, 1.0f, 0.0f, 0};
+        vx_sample smp;
+        smp.ta = 0.0f; smp.tm = 0.0f; smp.p = vx_v3(0.0f, 0.0f, 0.0f);
+        for (int k = 0; k < ns; k++) {
+            float4 q = B.rgb[s0 + k];
+            float rgb[3] = {q.x, q.y, q.z};
+            smp.tb = B.dt[s0 + k];
+            vx_composite_step(&c, B.pt[s0 + k].w, rgb, &smp);
+        }
+        float C[3], g[3], tg[3] = {__ldg(target), __ldg(target + 1), __ldg(target + 2)};
+        for (int k = 0; k < 3; k++) C[k] = c.acc[k] + c.T * mp.bg[k];
+        l = vx_fit_mse_backward(C, tg, scale, g);
+        vx_composite c2 = {{0.0f, 0.0f, 0.0f}, 1.0f, 0.0f, 0};
+        for (int k = 0; k < ns; k++) {
+            float4 q = B.rgb[s0 + k], p = B.pt[s0 + k];
+            float rgb[3] = {q.x, q.y, q.z}, dt = B.dt[s0 + k];
+            smp.tb = dt;
+            float wk = vx_composite_step(&c2, p.w, rgb, &smp), dsig = 0.0f, dout[3];
+            for (int ch = 0; ch < 3; ch++) {
+                dsig += g[ch] * (c2.T * rgb[ch] - (C[ch] - c2.acc[ch]));
+                dout[ch] = wk * g[ch] * rgb[ch] * (1.0f - rgb[ch]);
+            }
+            B.dout[s0 + k] = make_float4(dout[0], dout[1], dout[2], dt * dsig * mp.dec.density_scale);
+            B.pt[s0 + k] = make_float4(p.x, p.y, p.z, wk);
+        }
+        if (rgb_out)
+            for (int ch = 0; ch < 3; ch++) rgb_out[3 * r + ch] = C[ch];
+        if (src.ray_err) src.ray_err[r] = vx_fit_ray_error(C, tg);
+    }
+    for (int off = 16; off > 0; off >>= 1) l += __shfl_down_sync(0xffffffffu, l, off);
+    __shared__ float part[4];
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = l;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double sum = 0.0;
+        for (int w = 0; w < (int)(blockDim.x + 31) / 32; w++) sum += part[w];
+        atomicAdd(loss_sum, sum);
+    }
+}
+
+/* Network backward over samples [0, S): recomputes the hidden layers, then the deltas,
+ * dL/dweights (each thread its share, summed over the block's tiles, one atomic per
+ * weight per block at the end) and dL/d(raw) (density from the composite, features from
+ * the first layer) written over the sample's x row (16 floats). */
+template <int LAYERS>
+__global__ void __launch_bounds__(VX_MLPB_THREADS)
+vx_fit_mlpb_backward_kernel(const float *__restrict__ w, vx_fit_mlp_batch B, unsigned long long S, float *wgrad) {
+    extern __shared__ float4 vx_mlpb_smem4[];
+    float *sm = (float *)vx_mlpb_smem4;
+    const int W = VX_MLP_WIDTH, t = threadIdx.x, tx = t & 15, ty = t >> 4;
+    vx_fit_mlpb_load_weights<LAYERS>(w, sm);
+    float *sx = sm + VX_MLPB_X, *h1 = sm + VX_MLPB_H1, *h2 = sm + VX_MLPB_H2, *sdo = sm + VX_MLPB_DO;
+    float *hl = LAYERS == 2 ? h2 : h1;
+    float *sdf = h2; /* [64][16] dL/d(raw) rows, once h2 (or d2) is no longer read */
+    /* this thread's sums: dW1[ty+16a][tx+16b]; dW0[ty+16a][tx+16b] (b < 2); dW2[t/64][t%64]
+     * (t < 192); b0[t] (t < 64), b1[t-64] (64 <= t < 128), b2[t-128] (128 <= t < 131) */
+    float gw1[4][4], gw0[4][2], gw2 = 0.0f, gb = 0.0f;
+#pragma unroll
+    for (int a = 0; a < 4; a++) {
+#pragma unroll
+        for (int b = 0; b < 4; b++) gw1[a][b] = 0.0f;
+        gw0[a][0] = gw0[a][1] = 0.0f;
+    }
+    unsigned long long tiles = (S + VX_MLPB_TILE - 1) / VX_MLPB_TILE;
+    for (unsigned long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        unsigned long long s0 = tile * VX_MLPB_TILE;
+        __syncthreads(); /* the weights, or the last tile's readers of sdf */
+        vx_fit_mlpb_load_x(B.x, s0, S, sx);
+        if (t < VX_MLPB_TILE) {
+            float4 v = s0 + t < S ? B.dout[s0 + t] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            *(float4 *)(sdo + 4 * t) = v;
+        }
+        __syncthreads();
+        vx_fit_mlpb_hidden<LAYERS>(sm);
+        /* dW2 and b2 (the last hidden layer is read before it becomes its delta) */
+        if (t < 3 * W) {
+            int c = t / W, o = t % W;
+            for (int s = 0; s < VX_MLPB_TILE; s++) gw2 = fmaf(sdo[4 * s + c], hl[s * VX_MLPB_HS + o], gw2);
+        }
+        if (t >= 128 && t < 131)
+            for (int s = 0; s < VX_MLPB_TILE; s++) gb += sdo[4 * s + t - 128];
+        /* the last hidden layer's delta: dout . W2 where the unit is on */
+        float dl[4][4];
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                int s = ty + 16 * i, o = tx + 16 * j;
+                float gs = sdo[4 * s] * sm[VX_MLPB_W2 + o];
+                gs = fmaf(sdo[4 * s + 1], sm[VX_MLPB_W2 + VX_MLPB_HS + o], gs);
+                gs = fmaf(sdo[4 * s + 2], sm[VX_MLPB_W2 + 2 * VX_MLPB_HS + o], gs);
+                dl[i][j] = hl[s * VX_MLPB_HS + o] > 0.0f ? gs : 0.0f;
+            }
+        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++) hl[(ty + 16 * i) * VX_MLPB_HS + tx + 16 * j] = dl[i][j];
+        __syncthreads();
+        if (LAYERS == 2) { /* h2 holds d2: dW1, b1, then d1 = d2 . W1 where h1 is on */
+            for (int s = 0; s < VX_MLPB_TILE; s++) {
+                float dv[4], hv[4];
+#pragma unroll
+                for (int a = 0; a < 4; a++) dv[a] = h2[s * VX_MLPB_HS + ty + 16 * a];
+#pragma unroll
+                for (int b = 0; b < 4; b++) hv[b] = h1[s * VX_MLPB_HS + tx + 16 * b];
+#pragma unroll
+                for (int a = 0; a < 4; a++)
+#pragma unroll
+                    for (int b = 0; b < 4; b++) gw1[a][b] = fmaf(dv[a], hv[b], gw1[a][b]);
+            }
+            if (t >= 64 && t < 128)
+                for (int s = 0; s < VX_MLPB_TILE; s++) gb += h2[s * VX_MLPB_HS + t - 64];
+            float d1[4][4];
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) d1[i][j] = 0.0f;
+            for (int o = 0; o < W; o++) {
+                float wv[4], dv[4];
+#pragma unroll
+                for (int j = 0; j < 4; j++) wv[j] = sm[VX_MLPB_W1 + o * VX_MLPB_HS + tx + 16 * j];
+#pragma unroll
+                for (int i = 0; i < 4; i++) dv[i] = h2[(ty + 16 * i) * VX_MLPB_HS + o];
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+#pragma unroll
+                    for (int j = 0; j < 4; j++) d1[i][j] = fmaf(dv[i], wv[j], d1[i][j]);
+            }
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    if (!(h1[(ty + 16 * i) * VX_MLPB_HS + tx + 16 * j] > 0.0f)) d1[i][j] = 0.0f;
+            __syncthreads();
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) h1[(ty + 16 * i) * VX_MLPB_HS + tx + 16 * j] = d1[i][j];
+            __syncthreads();
+        }
+        /* h1 holds d1: dW0, b0, then dL/d(input) = d1 . W0 for the 15 features */
+        for (int s = 0; s < VX_MLPB_TILE; s++) {
+            float dv[4], xv[2];
+#pragma unroll
+            for (int a = 0; a < 4; a++) dv[a] = h1[s * VX_MLPB_HS + ty + 16 * a];
+            xv[0] = sx[s * VX_MLPB_XS + tx];
+            xv[1] = sx[s * VX_MLPB_XS + tx + 16];
+#pragma unroll
+            for (int a = 0; a < 4; a++) {
+                gw0[a][0] = fmaf(dv[a], xv[0], gw0[a][0]);
+                gw0[a][1] = fmaf(dv[a], xv[1], gw0[a][1]);
+            }
+        }
+        if (t < 64)
+            for (int s = 0; s < VX_MLPB_TILE; s++) gb += h1[s * VX_MLPB_HS + t];
+        {
+            int s = t >> 2, i0 = 4 * (t & 3); /* inputs i0 .. i0+3 of sample s */
+            float g[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            for (int o = 0; o < W; o++) {
+                float dv = h1[s * VX_MLPB_HS + o];
+                float4 wv = *(const float4 *)(sm + VX_MLPB_W0 + o * VX_MLPB_XS + i0);
+                g[0] = fmaf(dv, wv.x, g[0]);
+                g[1] = fmaf(dv, wv.y, g[1]);
+                g[2] = fmaf(dv, wv.z, g[2]);
+                g[3] = fmaf(dv, wv.w, g[3]);
+            }
+            __syncthreads(); /* every reader of h2 (d2) is done: sdf may take its place */
+            /* raw channel 1 + i is input i (i < 15); channel 0 is the density's */
+#pragma unroll
+            for (int q = 0; q < 4; q++)
+                if (i0 + q < VX_MLP_FEATURES) sdf[s * 16 + 1 + i0 + q] = g[q];
+            if (i0 == 0) sdf[s * 16] = sdo[4 * s + 3];
+        }
+        __syncthreads();
+        {
+            int s = t >> 2, q = t & 3;
+            if (s0 + s < S) *(float4 *)(B.x + (s0 + s) * 32 + 4 * q) = *(const float4 *)(sdf + s * 16 + 4 * q);
+        }
+    }
+    /* one atomic per weight per block */
+    const int oo = vx_mlp_out_offset(LAYERS);
+#pragma unroll
+    for (int a = 0; a < 4; a++)
+#pragma unroll
+        for (int b = 0; b < 2; b++) {
+            int o = ty + 16 * a, i = tx + 16 * b;
+            if (i < VX_MLP_IN) atomicAdd(wgrad + i * W + o, gw0[a][b]);
+        }
+    if (LAYERS == 2)
+#pragma unroll
+        for (int a = 0; a < 4; a++)
+#pragma unroll
+            for (int b = 0; b < 4; b++) atomicAdd(wgrad + VX_MLP_L1 + (ty + 16 * a) * W + tx + 16 * b, gw1[a][b]);
+    if (t < 3 * W) atomicAdd(wgrad + oo + t, gw2); /* [c][o]: c = t / 64, o = t % 64 */
+    if (t < 64) atomicAdd(wgrad + VX_MLP_B0 + t, gb);
+    else if (t < 128) { if (LAYERS == 2) atomicAdd(wgrad + VX_MLP_L1 + W * W + t - 64, gb); }
+    else if (t < 131) atomicAdd(wgrad + oo + 3 * W + t - 128, gb);
+}
+
+/* dL/d(raw) of each sample (its x row after the backward) to the grid's eight corners,
+ * float4 atomics, and the max weights, as fit_mlp.cuh's visit does. */
+__global__ void vx_fit_mlpb_scatter_kernel(vx_fit_index L, vx_fit_mlp_batch B, unsigned long long S, float *grad,
+                                           float *wmax) {
+    unsigned long long s = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= S) return;
+    float4 p = B.pt[s];
+    float draw[VX_MLP_CHANNELS];
+    const float4 *row = (const float4 *)(B.x + s * 32);
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        float4 v = row[q];
+        draw[4 * q] = v.x; draw[4 * q + 1] = v.y; draw[4 * q + 2] = v.z; draw[4 * q + 3] = v.w;
+    }
+    size_t idx[8];
+    float w[8];
+    vx_fit_corners(&L, vx_v3(p.x, p.y, p.z), idx, w);
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        if (w[j] == 0.0f || vx_fit_is_null(&L, idx[j])) continue;
+        float *g = grad + idx[j] * VX_MLP_CHANNELS, sw = w[j];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#pragma unroll
+        for (int q = 0; q < VX_MLP_CHANNELS; q += 4)
+            atomicAdd((float4 *)(g + q), make_float4(sw * draw[q], sw * draw[q + 1], sw * draw[q + 2], sw * draw[q + 3]));
+#else
+#pragma unroll
+        for (int q = 0; q < VX_MLP_CHANNELS; q++)
+            if (draw[q] != 0.0f) atomicAdd(g + q, sw * draw[q]);
+#endif
+        if (wmax && p.w > 0.0f && w[j] > 0.0f) vx_fit_max(wmax + idx[j], p.w);
+    }
+}
+
+#endif
