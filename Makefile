@@ -205,6 +205,13 @@ endif
 LIB_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRC)) $(CU_OBJ) $(VDB_OBJ) $(NVDB_OBJ)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+# CUDA kernels run on the CPU (tests/emu/cuda_emu.h), so `make test` checks their logic
+# where there is no GPU: built when nvcc (so the CUDA headers) is there
+EMU_TEST_SRC := $(if $(NVCC),$(wildcard tests/emu/test_*.cpp))
+EMU_TEST_BIN := $(patsubst tests/emu/%.cpp,$(BUILD)/tests/emu/%,$(EMU_TEST_SRC))
+TEST_BIN += $(EMU_TEST_BIN)
+EMU_CXXFLAGS := -std=c++20 $(OPT) -pthread -fopenmp -D_GNU_SOURCE -Wall -Wextra -Wno-unknown-pragmas -MMD -MP \
+    -Isrc -Ikernels -Itests -I$(CUDA_HOME)/include $(DEPS_CFLAGS) $(WERROR_C)
 GPU_TEST_SRC := $(wildcard tests/gpu/test_*.c)
 GPU_TEST_BIN := $(patsubst tests/gpu/%.c,$(BUILD)/tests/gpu/%,$(GPU_TEST_SRC))
 
@@ -280,6 +287,11 @@ $(BUILD)/tests/%: tests/%.c $(LIB_OBJ) $(VIEW_OBJ) $(MPI_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
 	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) $(VIEW_OBJ) $(LDLIBS) $(VIEW_LIBS) -lcmocka
+
+$(BUILD)/tests/emu/%: tests/emu/%.cpp $(LIB_OBJ) $(VIEW_OBJ) $(MPI_STAMP)
+	@mkdir -p $(dir $@)
+	@echo "  TEST    $@"
+	$(Q)$(CXX_VDB) $(EMU_CXXFLAGS) -o $@ $< $(LIB_OBJ) $(VIEW_OBJ) $(LDLIBS) $(VIEW_LIBS) -lcmocka
 
 # ---- what people run --------------------------------------------------------------------
 # `make deps` installs what is missing (Debian packages as root, glad2 with pip);

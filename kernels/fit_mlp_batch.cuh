@@ -43,6 +43,11 @@ typedef struct {
 #define VX_MLPB_FLOATS (VX_MLPB_DO + VX_MLPB_TILE * 4)
 #define VX_MLPB_SMEM ((size_t)VX_MLPB_FLOATS * sizeof(float))
 
+/* The dynamic shared memory (tests/emu/cuda_emu.h gives it a host form). */
+#ifndef VX_DYN_SHARED
+#define VX_DYN_SHARED(T, name) extern __shared__ T name[]
+#endif
+
 /* The ray of list entry t: origin, direction and target colour, as fit_mlp.cuh's kernel
  * draws it (the same pixel for the same seed and index). */
 __device__ __forceinline__ int vx_fit_mlpb_ray(const vx_fit_ray_src *src, const int *list, int t, vx_vec3 *o,
@@ -239,7 +244,7 @@ template <int LAYERS> __device__ __forceinline__ void vx_fit_mlpb_hidden(float *
 template <int LAYERS>
 __global__ void __launch_bounds__(VX_MLPB_THREADS)
 vx_fit_mlpb_forward_kernel(const float *__restrict__ w, vx_fit_mlp_batch B, unsigned long long S) {
-    extern __shared__ float4 vx_mlpb_smem4[];
+    VX_DYN_SHARED(float4, vx_mlpb_smem4);
     float *sm = (float *)vx_mlpb_smem4;
     vx_fit_mlpb_load_weights<LAYERS>(w, sm);
     const float *hl = sm + (LAYERS == 2 ? VX_MLPB_H2 : VX_MLPB_H1);
@@ -323,7 +328,7 @@ vx_fit_mlpb_composite_kernel(vx_march_params mp, vx_fit_ray_src src, const int *
 template <int LAYERS>
 __global__ void __launch_bounds__(VX_MLPB_THREADS)
 vx_fit_mlpb_backward_kernel(const float *__restrict__ w, vx_fit_mlp_batch B, unsigned long long S, float *wgrad) {
-    extern __shared__ float4 vx_mlpb_smem4[];
+    VX_DYN_SHARED(float4, vx_mlpb_smem4);
     float *sm = (float *)vx_mlpb_smem4;
     const int W = VX_MLP_WIDTH, t = threadIdx.x, tx = t & 15, ty = t >> 4;
     vx_fit_mlpb_load_weights<LAYERS>(w, sm);

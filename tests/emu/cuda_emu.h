@@ -1,0 +1,123 @@
+/* cuda_emu.h - runs CUDA kernels of this project on the CPU, for tests on machines without
+ * a GPU (CI): each CUDA thread is an OS thread, a block's threads meet at __syncthreads on
+ * a std::barrier, blocks run one after another (so block-level shared memory is one static
+ * region), atomics take one lock. Device code is compiled as sm_90 code (__CUDA_ARCH__ 900,
+ * float4 atomics), so the paths the H200 takes are the ones checked. Slow: small problems
+ * only. What it cannot show: races a real GPU would expose, timing, and hardware rounding
+ * (expf, FMA contraction), which is why its tests compare with tolerances. */
+#ifndef VX_CUDA_EMU_H
+#define VX_CUDA_EMU_H
+
+#include <vector_types.h>
+#include <vector_functions.h>
+#include <cuda_fp16.h>
+
+#include <barrier>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#undef __global__
+#undef __device__
+#undef __host__
+#undef __forceinline__
+#undef __constant__
+#undef __shared__
+#undef __launch_bounds__
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __constant__
+#define __shared__ static
+#define __launch_bounds__(...)
+#define VX_DYN_SHARED(T, name) extern T name[]
+
+struct vx_emu_block {
+    std::barrier<> *bar;
+    float *shfl; /* one slot per thread, for warp shuffles */
+};
+inline thread_local uint3 threadIdx;
+inline thread_local uint3 blockIdx;
+inline dim3 blockDim, gridDim;
+inline thread_local vx_emu_block *vx_emu_cur;
+inline std::mutex vx_emu_atomic_lock;
+
+inline void __syncthreads() { vx_emu_cur->bar->arrive_and_wait(); }
+
+/* Every thread of the block calls the same shuffles in the same order (the kernels here
+ * reduce a block's loss that way), so a block-wide exchange is a faithful warp one. */
+inline float __shfl_down_sync(unsigned mask, float v, int off) {
+    (void)mask;
+    unsigned t = threadIdx.x, lane = t & 31;
+    vx_emu_cur->shfl[t] = v;
+    __syncthreads();
+    float r = lane + off < 32 && t + off < blockDim.x ? vx_emu_cur->shfl[t + off] : v;
+    __syncthreads();
+    return r;
+}
+
+template <class T> inline T __ldg(const T *p) { return *p; }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline int __float_as_int(float f) {
+    int i;
+    std::memcpy(&i, &f, sizeof i);
+    return i;
+}
+
+template <class T> inline T vx_emu_add(T *p, T v) {
+    std::lock_guard<std::mutex> g(vx_emu_atomic_lock);
+    T old = *p;
+    *p = old + v;
+    return old;
+}
+inline float atomicAdd(float *p, float v) { return vx_emu_add(p, v); }
+inline double atomicAdd(double *p, double v) { return vx_emu_add(p, v); }
+inline unsigned atomicAdd(unsigned *p, unsigned v) { return vx_emu_add(p, v); }
+inline int atomicAdd(int *p, int v) { return vx_emu_add(p, v); }
+inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v) { return vx_emu_add(p, v); }
+inline float4 atomicAdd(float4 *p, float4 v) {
+    std::lock_guard<std::mutex> g(vx_emu_atomic_lock);
+    float4 old = *p;
+    p->x += v.x; p->y += v.y; p->z += v.z; p->w += v.w;
+    return old;
+}
+template <class T> inline T vx_emu_max(T *p, T v) {
+    std::lock_guard<std::mutex> g(vx_emu_atomic_lock);
+    T old = *p;
+    if (v > old) *p = v;
+    return old;
+}
+inline int atomicMax(int *p, int v) { return vx_emu_max(p, v); }
+inline unsigned long long atomicMax(unsigned long long *p, unsigned long long v) { return vx_emu_max(p, v); }
+
+/* kernel<<<grid, block>>>(args...): blocks in order, each block's threads at once. */
+template <class K, class... A> void vx_emu_launch(dim3 grid, dim3 block, K kernel, A... args) {
+    gridDim = grid;
+    blockDim = block;
+    unsigned nt = block.x * block.y * block.z;
+    std::vector<float> shfl(nt);
+    for (unsigned bz = 0; bz < grid.z; bz++)
+        for (unsigned by = 0; by < grid.y; by++)
+            for (unsigned bx = 0; bx < grid.x; bx++) {
+                std::barrier<> bar((std::ptrdiff_t)nt);
+                vx_emu_block blk = {&bar, shfl.data()};
+                std::vector<std::thread> th;
+                th.reserve(nt);
+                for (unsigned t = 0; t < nt; t++)
+                    th.emplace_back([&, t] {
+                        vx_emu_cur = &blk;
+                        blockIdx = make_uint3(bx, by, bz);
+                        threadIdx = make_uint3(t % block.x, (t / block.x) % block.y, t / (block.x * block.y));
+                        kernel(args...);
+                    });
+                for (auto &x : th) x.join();
+            }
+}
+
+#define __CUDA_ARCH__ 900
+
+#endif

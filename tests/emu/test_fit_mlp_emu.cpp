@@ -1,0 +1,255 @@
+/* test_fit_mlp_emu.cpp - the mlp decoder's CUDA training kernels (kernels/fit_mlp.cuh: the
+ * network per ray; fit_mlp_batch.cuh: batched over a step's samples) run on the CPU through
+ * tests/emu/cuda_emu.h and compared with the CPU fit (fit_cpu.c, itself checked against
+ * finite differences in test_fit_mlp.c): colours, loss, dL/dgrid, dL/dweights and max
+ * weights of one batch, dense and bricked storage, one pass and many. CI has no GPU, so
+ * this is where the kernels' logic is checked on every change; tests/gpu/test_fit_gpu.c
+ * checks the same on the device. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+
+#include "emu/cuda_emu.h"
+#include "camera.h"
+#include "fit.h"
+#include "fit_march.h"
+#include "load.cuh"
+#include "mlp.h"
+#include "vx_common.h"
+
+/* The kernels in a namespace of their own: fit.o (nvcc) defines host stubs of the same
+ * names, and the two must not meet at link time. */
+namespace vx_emu {
+#include "fit_mlp_batch.cuh"
+float4 vx_mlpb_smem4[VX_MLPB_FLOATS / 4 + 4]; /* the network kernels' dynamic shared memory */
+} // namespace vx_emu
+using namespace vx_emu;
+
+extern "C" {
+#include <cmocka.h>
+}
+
+#include <algorithm>
+#include <ctime>
+
+#define OK(call) do { if ((call) != 0) fail_msg("%s: %s", #call, vx_errmsg()); } while (0)
+
+static uint64_t g_state;
+static double uni(double lo, double hi) { return lo + (hi - lo) * vx_rand01(&g_state); }
+
+/* A random mlp model: res^3 (8..12), densities partly negative, features in [-1, 1], the
+ * initial weights scaled by random factors in [0.5, 2]; bricked storage when asked (the
+ * voxels of brick (0, 0, 0) dead, so the null brick serves it). */
+static void random_mlp_model(vx_fit_model *f, int layers, int bricked) {
+    int r = 8 + (int)(vx_rand01(&g_state) * 5);
+    int res[3] = {r, r + 1, r + 2};
+    double lo[3] = {-1, -1.1, -0.9}, hi[3] = {1, 1.2, 0.8};
+    float bg[3] = {1, 1, 1};
+    OK(vx_fit_model_init_cpu(f, res, 0, lo, hi, 0.5f, 0.0f, bg, 0.1f));
+    OK(vx_fit_model_use_mlp_cpu(f, layers, (unsigned)(vx_rand01(&g_state) * 1e9)));
+    size_t nv = (size_t)f->nx * f->ny * f->nz;
+    for (size_t i = 0; i < nv; i++) {
+        f->data[i * f->nc] = (float)uni(-1, 3);
+        for (int c = 1; c < f->nc; c++) f->data[i * f->nc + c] = (float)uni(-1, 1);
+    }
+    for (int k = 0; k < vx_mlp_weight_count(layers); k++) f->mlp[k] *= (float)uni(0.5, 2.0);
+    if (bricked) {
+        for (int z = 0; z < 8 && z < f->nz; z++)
+            for (int y = 0; y < 8 && y < f->ny; y++)
+                for (int x = 0; x < 8 && x < f->nx; x++) {
+                    size_t iv = ((size_t)z * f->ny + y) * f->nx + x;
+                    f->alive[iv] = 0;
+                    memset(f->data + iv * f->nc, 0, f->nc * sizeof(float));
+                }
+        f->sparse_fit = 1;
+        OK(vx_fit_resample_cpu(f, f->box_lo, f->box_hi, res));
+        assert_true(f->table && f->table[0] == 0);
+    }
+    OK(vx_fit_update_params(f, 1e-4f));
+}
+
+static void random_batch(vx_fit_batch *b, int n) {
+    OK(vx_fit_batch_alloc(b, n));
+    for (int r = 0; r < n; r++) {
+        double az = uni(0, 6.283), el = uni(-1.2, 1.2), p[3] = {uni(-0.5, 0.5), uni(-0.5, 0.5), uni(-0.5, 0.5)};
+        double e[3] = {p[0] + 4 * cos(el) * sin(az), p[1] + 4 * sin(el), p[2] + 4 * cos(el) * cos(az)};
+        double d[3] = {p[0] - e[0], p[1] - e[1], p[2] - e[2]}, l = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+        for (int a = 0; a < 3; a++) {
+            b->origin[3 * r + a] = (float)e[a];
+            b->dir[3 * r + a] = (float)(d[a] / l);
+            b->target[3 * r + a] = (float)vx_rand01(&g_state);
+        }
+    }
+}
+
+/* What a kernel step produced: colours, loss, gradients, max weights. */
+struct out {
+    std::vector<float> rgb, grad, wgrad, wmax;
+    double loss = 0.0;
+    int passes = 0;
+};
+
+static void out_init(out *o, const vx_fit_model *f, int n) {
+    size_t nv = vx_fit_storage_voxels(f);
+    o->rgb.assign((size_t)3 * n, -1.0f);
+    o->grad.assign(nv * f->nc + 4, 0.0f);
+    o->wgrad.assign((size_t)vx_mlp_weight_count(f->mlp_layers), 0.0f);
+    o->wmax.assign(nv, 0.0f);
+}
+
+static vx_fit_ray_src host_src(const vx_fit_batch *b) {
+    vx_fit_ray_src src;
+    memset(&src, 0, sizeof src);
+    src.origin = b->origin; src.dir = b->dir; src.target = b->target;
+    return src;
+}
+
+/* fit.cu's vx__rays_mlp_batched, launched on the emulator; cap samples a pass. */
+template <int LAYERS> static void run_batched(const vx_fit_model *f, const vx_fit_batch *b, unsigned long long cap, out *o) {
+    int n = b->n, m = n;
+    out_init(o, f, n);
+    vx_fit_index L;
+    vx_fit_index_of(f, &L);
+    vx_fit_ray_src src = host_src(b);
+    std::vector<float> x(cap * 32), dt(cap);
+    std::vector<float4> pt(cap), rgb(cap), dout(cap);
+    std::vector<unsigned long long> start(n);
+    std::vector<int> cnt_n(n), defer0(n), defer1(n);
+    vx_fit_mlp_batch B = {x.data(), pt.data(), rgb.data(), dout.data(), dt.data(), start.data(), cnt_n.data()};
+    const unsigned char *occ = f->mp.occ_b ? f->occ : NULL;
+    float scale = 1.0f / (3.0f * (float)n);
+    const int *list = NULL;
+    double sum = 0.0;
+    for (int pass = 0; m > 0; pass++) {
+        assert_true(pass <= n);
+        int *defer = pass & 1 ? defer1.data() : defer0.data();
+        unsigned long long rc[2] = {0, 0};
+        unsigned left = 0;
+        unsigned rb = (unsigned)((m + 127) / 128);
+        vx_emu_launch(dim3(rb), dim3(128), vx_fit_mlpb_gather_kernel, f->mp, L, (const float *)f->data, occ, src, list, m,
+                      B, cap, rc, defer, &left);
+        unsigned long long S = rc[1], tiles = (S + VX_MLPB_TILE - 1) / VX_MLPB_TILE;
+        unsigned grid = (unsigned)std::min<unsigned long long>(tiles, 3); /* persistent: several tiles a block */
+        if (S) vx_emu_launch(dim3(grid), dim3(VX_MLPB_THREADS), vx_fit_mlpb_forward_kernel<LAYERS>, (const float *)f->mlp, B, S);
+        vx_emu_launch(dim3(rb), dim3(128), vx_fit_mlpb_composite_kernel, f->mp, src, list, m, scale, B, o->rgb.data(), &sum);
+        if (S) {
+            vx_emu_launch(dim3(grid), dim3(VX_MLPB_THREADS), vx_fit_mlpb_backward_kernel<LAYERS>, (const float *)f->mlp, B, S,
+                          o->wgrad.data());
+            vx_emu_launch(dim3((unsigned)((S + 255) / 256)), dim3(256), vx_fit_mlpb_scatter_kernel, L, B, S, o->grad.data(),
+                          f->track_wmax ? o->wmax.data() : (float *)NULL);
+        }
+        assert_true(S > 0 || left < (unsigned)m);
+        list = defer;
+        m = (int)left;
+        o->passes++;
+    }
+    o->loss = sum;
+}
+
+/* fit.cu's vx__rays_mlp (the network per ray, records reduced afterwards) on the emulator. */
+template <int LAYERS> static void run_per_ray(const vx_fit_model *f, const vx_fit_batch *b, unsigned long long cap, out *o) {
+    int n = b->n, m = n;
+    out_init(o, f, n);
+    vx_fit_index L;
+    vx_fit_index_of(f, &L);
+    vx_fit_ray_src src = host_src(b);
+    memcpy(vx_c_fit_mlp, f->mlp, (size_t)vx_mlp_weight_count(LAYERS) * sizeof(float));
+    std::vector<vx_fit_mlp_record> rec(cap);
+    std::vector<int> defer0(n), defer1(n);
+    const unsigned char *occ = f->mp.occ_b ? f->occ : NULL;
+    float scale = 1.0f / (3.0f * (float)n);
+    const int *list = NULL;
+    double sum = 0.0;
+    for (int pass = 0; m > 0; pass++) {
+        assert_true(pass <= n);
+        int *defer = pass & 1 ? defer1.data() : defer0.data();
+        unsigned long long rc[2] = {0, 0};
+        unsigned left = 0;
+        vx_emu_launch(dim3((unsigned)((m + 127) / 128)), dim3(128), vx_fit_rays_mlp_kernel<LAYERS>, f->mp, L,
+                      (const float *)f->data, occ, src, list, m, scale, o->grad.data(),
+                      f->track_wmax ? o->wmax.data() : (float *)NULL, o->rgb.data(), &sum, rec.data(), cap, rc, defer,
+                      &left);
+        if (rc[1])
+            vx_emu_launch(dim3((unsigned)((rc[1] + 511) / 512)), dim3(256), vx_fit_mlp_wgrad_kernel<LAYERS>,
+                          (const vx_fit_mlp_record *)rec.data(), rc[1], 512u, o->wgrad.data());
+        assert_true(rc[1] > 0 || left < (unsigned)m);
+        list = defer;
+        m = (int)left;
+        o->passes++;
+    }
+    o->loss = sum;
+}
+
+/* max |a - b| <= tol * max|a| + abs_tol, but for at most `allowed` entries (a hidden unit
+ * within rounding of relu's kink can switch on one side only). */
+static void compare_most(const float *a, const float *b, size_t n, double tol, double abs_tol, size_t allowed,
+                         const char *what) {
+    double scale = 0, worst = 0;
+    size_t bad = 0, at = 0;
+    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(a[i]));
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)a[i] - b[i]);
+        if (e > worst) { worst = e; at = i; }
+        if (e > tol * scale + abs_tol) bad++;
+    }
+    print_message("%s: max diff %.3g (scale %.3g), %zu of %zu beyond tolerance\n", what, worst, scale, bad, n);
+    if (bad > allowed) fail_msg("%s: %zu entries differ (worst: CPU %.9g kernel %.9g at %zu)", what, bad, a[at], b[at], at);
+}
+
+static void check_against_cpu(int kernel) {
+    for (int trial = 0; trial < 4; trial++) {
+        int layers = 1 + trial % 2, small = trial / 2 % 2, bricked = (trial + kernel) % 2, n = 160;
+        vx_fit_model f;
+        random_mlp_model(&f, layers, bricked);
+        OK(vx_fit_occupancy_build_cpu(&f, 4));
+        vx_fit_batch b;
+        random_batch(&b, n);
+        /* the kernels read the parameters before the CPU step changes anything */
+        out o;
+        unsigned long long cap = small ? 150 : (unsigned long long)n * 64;
+        if (kernel == 2) {
+            if (layers == 1) run_batched<1>(&f, &b, cap, &o);
+            else run_batched<2>(&f, &b, cap, &o);
+        } else {
+            if (layers == 1) run_per_ray<1>(&f, &b, cap, &o);
+            else run_per_ray<2>(&f, &b, cap, &o);
+        }
+        vx_fit_zero_grad_cpu(&f);
+        std::vector<float> rc((size_t)3 * n);
+        double lc = vx_fit_rays_backward_cpu(&f, &b, rc.data());
+        print_message("%s kernel, %d layer(s), %s storage, %s buffer: %d pass(es), loss CPU %.9g kernel %.9g\n",
+                      kernel == 2 ? "batched" : "per-ray", layers, f.table ? "bricked" : "dense",
+                      small ? "150-sample" : "full", o.passes, lc, o.loss);
+        if (small) assert_true(o.passes > 1);
+        assert_true(fabs(lc - o.loss) <= 1e-5 * lc + 1e-9);
+        compare_most(rc.data(), o.rgb.data(), rc.size(), 1e-5, 1e-6, 0, "ray colours");
+        size_t nv = vx_fit_storage_voxels(&f);
+        compare_most(f.grad, o.grad.data(), nv * f.nc, 1e-4, 1e-8, 16, "grid gradient");
+        compare_most(f.mlp_grad, o.wgrad.data(), o.wgrad.size(), 1e-4, 1e-8, VX_MLP_WIDTH, "weight gradient");
+        compare_most(f.wmax, o.wmax.data(), nv, 1e-4, 1e-7, 8, "max weights");
+        vx_fit_batch_free(&b);
+        vx_fit_model_free(&f);
+    }
+}
+
+static void test_batched_kernel(void **state) {
+    (void)state;
+    check_against_cpu(2);
+}
+
+static void test_per_ray_kernel(void **state) {
+    (void)state;
+    check_against_cpu(1);
+}
+
+int main(void) {
+    const char *s = getenv("VX_SEED");
+    g_state = s ? strtoull(s, NULL, 10) : (uint64_t)time(NULL);
+    print_message("seed %llu (VX_SEED replays)\n", (unsigned long long)g_state);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_batched_kernel),
+        cmocka_unit_test(test_per_ray_kernel),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
