@@ -121,6 +121,7 @@ int main(int argc, char **argv) {
         "\"density_scale\": 3}, \"background\": [0, 0, 0], \"step\": 0.25, "
         "\"camera\": {\"eye\": [3, 2, 1], \"target\": [0, 0, 0], \"up\": [0, 0, 1], \"fov\": 50}}",
         "{\"grid\": \"grid.npy\", \"index_to_world\": [[0.5, 0.1, 0, -1], [0, 0.5, 0, -1], [0, 0, 0.5, -1], [0, 0, 0, 1]]}",
+        "{\"grid\": \"grid.npy\", \"decoder\": {\"type\": \"mlp\", \"layers\": 2, \"weights\": \"mlp.npy\"}}",
     };
     static const char *paths[] = {
         "{\"camera_angle_x\": 0.69, \"frames\": [{\"file_path\": \"./r_0\", \"transform_matrix\": "
@@ -129,7 +130,7 @@ int main(int argc, char **argv) {
         "{\"transform_matrix\": [[-1, 0, 0, 0], [0, 0, 1, 4], [0, 1, 0, 0], [0, 0, 0, 1]]}]}",
     };
     group(argv[1], "scene");
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < (int)(sizeof scenes / sizeof scenes[0]); k++) {
         snprintf(path, sizeof path, "%s/scene%d.json", dir, k);
         fx_write2(path, scenes[k], strlen(scenes[k]), NULL, 0);
     }
