@@ -1,7 +1,8 @@
 /* bench_fit.c - `voxray bench fit SCENE DATASET`: times the training steps of `voxray fit`
  * on a fitted scene (so the occupancy and the alive voxels are those of a real run):
- * ray kernel versions 1 and 2, TV, Adam and the occupancy rebuild, in ms per step, rays/s
- * and GB/s, next to the device's measured copy bandwidth. Needs a CUDA device. */
+ * ray kernel versions 1 and 2 (an mlp scene: its per-ray and batched kernels), TV, Adam
+ * and the occupancy rebuild, in ms per step, rays/s and GB/s, next to the device's measured
+ * copy bandwidth. Needs a CUDA device. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,11 +23,12 @@
 static void vx__bench_fit_usage(FILE *o) {
     fprintf(o, "usage: voxray bench fit SCENE DATASET [--batch RAYS] [--steps K] [--downscale F] [--dense]\n"
                "Times the `voxray fit` steps on the CUDA device with SCENE (a scene `voxray fit`\n"
-               "wrote: sh decoder, relu density) as the model and DATASET's training views (every\n"
-               "8th held out, as fit does): median ms per step over K steps (default 20) of RAYS\n"
-               "rays (default 131072) for ray kernel versions 1 and 2, TV, Adam, occupancy and a\n"
-               "whole step. The model is held as training holds it after the first stage: 8^3\n"
-               "bricks with alive voxels only (--dense: the whole lattice, as before bricked training).\n");
+               "wrote: sh or mlp decoder, relu density) as the model and DATASET's training views\n"
+               "(every 8th held out, as fit does): median ms per step over K steps (default 20) of\n"
+               "RAYS rays (default 131072) for ray kernel versions 1 and 2 (mlp: the per-ray and the\n"
+               "batched kernel), TV, Adam, occupancy and a whole step. The model is held as\n"
+               "training holds it after the first stage: 8^3 bricks with alive voxels only\n"
+               "(--dense: the whole lattice, as before bricked training).\n");
 }
 
 #ifdef VX_HAVE_CUDA
@@ -34,13 +36,20 @@ static void vx__bench_fit_usage(FILE *o) {
  * is non-zero (training zeroes exactly the dead voxels). */
 static int vx__model_from_scene(const vx_scene *s, vx_fit_model *f) {
     const vx_grid *g = &s->grid;
-    if (s->dec.type != VX_DEC_SH || s->dec.density_act != VX_DACT_RELU || s->dec.color_act != VX_CACT_PLENOXELS)
-        return vx_error("%s: not a scene `voxray fit` writes (sh decoder, relu density, plenoxels colour)", g->source);
+    int mlp = s->dec.type == VX_DEC_MLP;
+    if (!(mlp || (s->dec.type == VX_DEC_SH && s->dec.color_act == VX_CACT_PLENOXELS)) || s->dec.density_act != VX_DACT_RELU)
+        return vx_error("%s: not a scene `voxray fit` writes (sh decoder with plenoxels colour, or mlp; relu density)",
+                        g->source);
     double lo[3], hi[3];
     vx_grid_world_bounds(g, lo, hi);
     int res[3] = {g->nx, g->ny, g->nz};
-    if (vx_fit_model_init_cpu(f, res, s->dec.sh_degree, lo, hi, s->step, s->dec.density_scale, s->background, 0.0f))
+    if (vx_fit_model_init_cpu(f, res, mlp ? 0 : s->dec.sh_degree, lo, hi, s->step, s->dec.density_scale, s->background,
+                              0.0f) ||
+        (mlp && vx_fit_model_use_mlp_cpu(f, vx_decoder_mlp_layers(&s->dec), 1)))
         return -1;
+    if (mlp)
+        memcpy(f->mlp, vx_decoder_mlp_weights(&s->dec),
+               (size_t)vx_mlp_weight_count(f->mlp_layers) * sizeof(float));
     if (f->nc != g->nc) { vx_fit_model_free(f); return vx_error("%s: %d channels for SH degree %d", g->source, g->nc, s->dec.sh_degree); }
     size_t nv = (size_t)g->nx * g->ny * g->nz;
     memcpy(f->data, g->data, nv * g->nc * sizeof(float));
@@ -87,6 +96,13 @@ static int vx__rays_v2(vx_fit_device *g, void *ctx, int k) {
     double loss;
     return vx_fit_rays_sampled_cuda(g, c->batch, 1000 + (uint64_t)k, &loss);
 }
+static int vx__rays_mlp(vx_fit_device *g, void *ctx, int k, int kernel) {
+    vx__bench_ctx *c = ctx;
+    double loss;
+    return vx_fit_set_mlp_kernel_cuda(g, kernel) || vx_fit_rays_sampled_cuda(g, c->batch, 1000 + (uint64_t)k, &loss);
+}
+static int vx__rays_mlp_per_ray(vx_fit_device *g, void *ctx, int k) { return vx__rays_mlp(g, ctx, k, 1); }
+static int vx__rays_mlp_batched(vx_fit_device *g, void *ctx, int k) { return vx__rays_mlp(g, ctx, k, 2); }
 static int vx__tv(vx_fit_device *g, void *ctx, int k) {
     vx__bench_ctx *c = ctx;
     return vx_fit_tv_backward_cuda(g, c->hp.tv_sigma, c->hp.tv_sh, c->hp.tv_fraction, (uint64_t)k, c->hp.tv_eps, NULL);
@@ -104,7 +120,8 @@ static int vx__adam(vx_fit_device *g, void *ctx, int k) {
 static int vx__full(vx_fit_device *g, void *ctx, int k) {
     vx__bench_ctx *c = ctx;
     double loss;
-    return vx_fit_occupancy_build_cuda(g, 8) || vx_fit_rays_sampled_cuda(g, c->batch, 5000 + (uint64_t)k, &loss) ||
+    return vx_fit_set_mlp_kernel_cuda(g, 2) || /* an mlp model's batched kernel; nothing for sh */
+           vx_fit_occupancy_build_cuda(g, 8) || vx_fit_rays_sampled_cuda(g, c->batch, 5000 + (uint64_t)k, &loss) ||
            vx__tv(g, ctx, k) || vx_fit_adam_step_cuda(g, &c->hp, 0.0f, 0.0f);
 }
 static int vx__occ(vx_fit_device *g, void *ctx, int k) {
@@ -177,13 +194,17 @@ int vx_bench_fit(int argc, char **argv) {
            (double)vx_fit_storage_voxels(&f) * f.nc * 16 / 1073741824.0);
     printf("copy bandwidth (device to device, read + write): %.0f GB/s\n", copy_gbs);
     printf("  %-46s %10s %14s %10s\n", "step", "ms/step", "rays/s", "GB/s");
+    int mlp = f.mlp_layers > 0;
     struct { const char *name; vx__step_fn fn; int rays; double bytes; } rows[] = {
-        {"rays v1 (generic, host-drawn rays)", vx__rays_v1, 1, 0},
-        {"rays v2 (SH-specialised, device rays)", vx__rays_v2, 1, 0},
+        {mlp ? "rays, mlp per-ray kernel (device rays)" : "rays v1 (generic, host-drawn rays)",
+         mlp ? vx__rays_mlp_per_ray : vx__rays_v1, 1, 0},
+        {mlp ? "rays, mlp batched kernel (device rays)" : "rays v2 (SH-specialised, device rays)",
+         mlp ? vx__rays_mlp_batched : vx__rays_v2, 1, 0},
         {"TV (10% of alive voxels)", vx__tv, 0, 0},
         {"Adam (alive voxels, dense)", vx__adam, 0, (double)alive * f.nc * 4 * 4 * 2},
         {"occupancy from alive voxels", vx__occ, 0, 0},
-        {"whole step (occupancy, rays v2, TV, lazy Adam)", vx__full, 1, 0},
+        {mlp ? "whole step (occupancy, rays batched, TV, lazy Adam)" : "whole step (occupancy, rays v2, TV, lazy Adam)",
+         vx__full, 1, 0},
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         double ms;
