@@ -210,7 +210,7 @@ TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 EMU_TEST_SRC := $(if $(NVCC),$(wildcard tests/emu/test_*.cpp))
 EMU_TEST_BIN := $(patsubst tests/emu/%.cpp,$(BUILD)/tests/emu/%,$(EMU_TEST_SRC))
 TEST_BIN += $(EMU_TEST_BIN)
-EMU_CXXFLAGS := -std=c++20 $(OPT) -pthread -fopenmp -D_GNU_SOURCE -Wall -Wextra -Wno-unknown-pragmas -MMD -MP \
+EMU_CXXFLAGS := -std=c++20 $(OPT) -pthread -fopenmp -D_GNU_SOURCE -Wall -Wextra -Wno-unknown-pragmas -Wno-unused-parameter -MMD -MP \
     -Isrc -Ikernels -Itests -I$(CUDA_HOME)/include $(DEPS_CFLAGS) $(WERROR_C)
 GPU_TEST_SRC := $(wildcard tests/gpu/test_*.c)
 GPU_TEST_BIN := $(patsubst tests/gpu/%.c,$(BUILD)/tests/gpu/%,$(GPU_TEST_SRC))

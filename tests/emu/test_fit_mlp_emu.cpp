@@ -5,38 +5,11 @@
  * weights of one batch, dense and bricked storage, one pass and many. CI has no GPU, so
  * this is where the kernels' logic is checked on every change; tests/gpu/test_fit_gpu.c
  * checks the same on the device. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
+#include "emu/fit_emu.h"
 
-#include "emu/cuda_emu.h"
-#include "camera.h"
-#include "fit.h"
-#include "fit_march.h"
-#include "load.cuh"
-#include "mlp.h"
-#include "vx_common.h"
-
-/* The kernels in a namespace of their own: fit.o (nvcc) defines host stubs of the same
- * names, and the two must not meet at link time. */
 namespace vx_emu {
-#include "fit_mlp_batch.cuh"
 float4 vx_mlpb_smem4[VX_MLPB_FLOATS / 4 + 4]; /* the network kernels' dynamic shared memory */
-} // namespace vx_emu
-using namespace vx_emu;
-
-extern "C" {
-#include <cmocka.h>
 }
-
-#include <algorithm>
-#include <ctime>
-
-#define OK(call) do { if ((call) != 0) fail_msg("%s: %s", #call, vx_errmsg()); } while (0)
-
-static uint64_t g_state;
-static double uni(double lo, double hi) { return lo + (hi - lo) * vx_rand01(&g_state); }
 
 /* A random mlp model: res^3 (8..12), densities partly negative, features in [-1, 1], the
  * initial weights scaled by random factors in [0.5, 2]; bricked storage when asked (the
@@ -67,42 +40,6 @@ static void random_mlp_model(vx_fit_model *f, int layers, int bricked) {
         assert_true(f->table && f->table[0] == 0);
     }
     OK(vx_fit_update_params(f, 1e-4f));
-}
-
-static void random_batch(vx_fit_batch *b, int n) {
-    OK(vx_fit_batch_alloc(b, n));
-    for (int r = 0; r < n; r++) {
-        double az = uni(0, 6.283), el = uni(-1.2, 1.2), p[3] = {uni(-0.5, 0.5), uni(-0.5, 0.5), uni(-0.5, 0.5)};
-        double e[3] = {p[0] + 4 * cos(el) * sin(az), p[1] + 4 * sin(el), p[2] + 4 * cos(el) * cos(az)};
-        double d[3] = {p[0] - e[0], p[1] - e[1], p[2] - e[2]}, l = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
-        for (int a = 0; a < 3; a++) {
-            b->origin[3 * r + a] = (float)e[a];
-            b->dir[3 * r + a] = (float)(d[a] / l);
-            b->target[3 * r + a] = (float)vx_rand01(&g_state);
-        }
-    }
-}
-
-/* What a kernel step produced: colours, loss, gradients, max weights. */
-struct out {
-    std::vector<float> rgb, grad, wgrad, wmax;
-    double loss = 0.0;
-    int passes = 0;
-};
-
-static void out_init(out *o, const vx_fit_model *f, int n) {
-    size_t nv = vx_fit_storage_voxels(f);
-    o->rgb.assign((size_t)3 * n, -1.0f);
-    o->grad.assign(nv * f->nc + 4, 0.0f);
-    o->wgrad.assign((size_t)vx_mlp_weight_count(f->mlp_layers), 0.0f);
-    o->wmax.assign(nv, 0.0f);
-}
-
-static vx_fit_ray_src host_src(const vx_fit_batch *b) {
-    vx_fit_ray_src src;
-    memset(&src, 0, sizeof src);
-    src.origin = b->origin; src.dir = b->dir; src.target = b->target;
-    return src;
 }
 
 /* fit.cu's vx__rays_mlp_batched, launched on the emulator; cap samples a pass. */
@@ -181,22 +118,6 @@ template <int LAYERS> static void run_per_ray(const vx_fit_model *f, const vx_fi
     o->loss = sum;
 }
 
-/* max |a - b| <= tol * max|a| + abs_tol, but for at most `allowed` entries (a hidden unit
- * within rounding of relu's kink can switch on one side only). */
-static void compare_most(const float *a, const float *b, size_t n, double tol, double abs_tol, size_t allowed,
-                         const char *what) {
-    double scale = 0, worst = 0;
-    size_t bad = 0, at = 0;
-    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(a[i]));
-    for (size_t i = 0; i < n; i++) {
-        double e = fabs((double)a[i] - b[i]);
-        if (e > worst) { worst = e; at = i; }
-        if (e > tol * scale + abs_tol) bad++;
-    }
-    print_message("%s: max diff %.3g (scale %.3g), %zu of %zu beyond tolerance\n", what, worst, scale, bad, n);
-    if (bad > allowed) fail_msg("%s: %zu entries differ (worst: CPU %.9g kernel %.9g at %zu)", what, bad, a[at], b[at], at);
-}
-
 static void check_against_cpu(int kernel) {
     for (int trial = 0; trial < 4; trial++) {
         int layers = 1 + trial % 2, small = trial / 2 % 2, bricked = (trial + kernel) % 2, n = 160;
@@ -244,9 +165,7 @@ static void test_per_ray_kernel(void **state) {
 }
 
 int main(void) {
-    const char *s = getenv("VX_SEED");
-    g_state = s ? strtoull(s, NULL, 10) : (uint64_t)time(NULL);
-    print_message("seed %llu (VX_SEED replays)\n", (unsigned long long)g_state);
+    vx_emu_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batched_kernel),
         cmocka_unit_test(test_per_ray_kernel),
