@@ -177,6 +177,12 @@ endif
 
 CFLAGS := $(CFLAGS_BASE) $(OPT)
 
+# A stamp named after the compile and link flags: when they change (NO_VDB, NO_VIEWER, MPI,
+# DEPS, CUDA_ARCH, ...), everything in $(BUILD) is rebuilt, not only what make sees as old
+# (an object built with libopenvdb would otherwise stay and be linked against it).
+CONFIG_HASH  := $(shell printf '%s' '$(CFLAGS) | $(NVCCFLAGS) | $(LDLIBS) | $(VIEW_LIBS) | $(VDB_CXXFLAGS) | $(NVDB_CXXFLAGS)' | cksum | cut -d' ' -f1)
+CONFIG_STAMP := $(BUILD)/.config-$(CONFIG_HASH)
+
 # one line each when a part is left out (once: sub-makes inherit VX_SAID)
 ifndef VX_SAID
 ifeq ($(NVCC),)
@@ -224,52 +230,56 @@ endif
 .PHONY: all demo test test-gpu test-gpu-build bench layers deps check-deps deps-bundle mpi-bundle clean scenes install-deps
 all: $(BUILD)/voxray
 
-$(BUILD)/voxray: $(BUILD)/src/main.o $(LIB_OBJ) $(VIEW_OBJ) $(MPI_STAMP)
+$(BUILD)/voxray: $(BUILD)/src/main.o $(LIB_OBJ) $(VIEW_OBJ) $(MPI_STAMP) $(CONFIG_STAMP)
 	@echo "  LINK    $@"
-	$(Q)$(CC) -o $@ $(filter-out $(MPI_STAMP),$^) $(LDLIBS) $(VIEW_LIBS)
+	$(Q)$(CC) -o $@ $(filter-out $(MPI_STAMP) $(CONFIG_STAMP),$^) $(LDLIBS) $(VIEW_LIBS)
 
 $(MPI_STAMP):
 	@mkdir -p $(dir $@)
 	$(Q)rm -f $(BUILD)/.mpi-on $(BUILD)/.mpi-off && touch $@
 
+$(CONFIG_STAMP):
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $(BUILD)/.config-* && touch $@
+
 # ---- shared library: the C API of src/voxray.h, for the Python package (python/) ------
 .PHONY: lib test-python
 lib: $(BUILD)/libvoxray.so
-$(BUILD)/libvoxray.so: $(LIB_OBJ) $(MPI_STAMP)
+$(BUILD)/libvoxray.so: $(LIB_OBJ) $(MPI_STAMP) $(CONFIG_STAMP)
 	@echo "  LINK    $@"
-	$(Q)$(CC) -shared -o $@ $(filter-out $(MPI_STAMP),$^) -Wl,--no-undefined -Wl,--exclude-libs,ALL $(LDLIBS) || \
+	$(Q)$(CC) -shared -o $@ $(filter-out $(MPI_STAMP) $(CONFIG_STAMP),$^) -Wl,--no-undefined -Wl,--exclude-libs,ALL $(LDLIBS) || \
 	    { echo "make lib: link failed; objects from a build before -fPIC need \`make clean\` first" >&2; exit 1; }
 
 # The Python package's tests (pytest, torch): `pip install ./python` is not needed.
 test-python: $(BUILD)/libvoxray.so
 	$(Q)VOXRAY_LIB=$(BUILD)/libvoxray.so $(PYTHON) -m pytest -q -rs -p no:cacheprovider python/tests
 
-$(BUILD)/%.o: %.c
+$(BUILD)/%.o: %.c $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/src/formats/vdb.o: src/formats/vdb.cpp
+$(BUILD)/src/formats/vdb.o: src/formats/vdb.cpp $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  CXX     $<"
 	$(Q)$(CXX_VDB) $(VDB_CXXFLAGS) -c $< -o $@
 
-$(BUILD)/src/formats/nvdb.o: src/formats/nvdb.cpp
+$(BUILD)/src/formats/nvdb.o: src/formats/nvdb.cpp $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  CXX     $<"
 	$(Q)$(CXX_VDB) $(NVDB_CXXFLAGS) -c $< -o $@
 
-$(BUILD)/src/render_hdda_cpu.o: src/render_hdda_cpu.cpp
+$(BUILD)/src/render_hdda_cpu.o: src/render_hdda_cpu.cpp $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  CXX     $<"
 	$(Q)$(CXX_VDB) $(NVDB_CXXFLAGS) -fopenmp -Ikernels -c $< -o $@
 
-$(BUILD)/kernels/%.o: kernels/%.cu
+$(BUILD)/kernels/%.o: kernels/%.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  NVCC    $<"
 	$(Q)$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
-$(BUILD)/src/view/%.o: src/view/%.c $(GLAD_DIR)/include/glad/gl.h
+$(BUILD)/src/view/%.o: src/view/%.c $(GLAD_DIR)/include/glad/gl.h $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS) -I$(GLAD_DIR)/include -c $< -o $@
@@ -283,12 +293,12 @@ $(GLAD_DIR)/src/gl.c: $(GLAD_DIR)/include/glad/gl.h
 $(GLAD_DIR)/src/gl.o: $(GLAD_DIR)/src/gl.c
 	$(Q)$(CC) -O2 -I$(GLAD_DIR)/include -c $< -o $@
 
-$(BUILD)/tests/%: tests/%.c $(LIB_OBJ) $(VIEW_OBJ) $(MPI_STAMP)
+$(BUILD)/tests/%: tests/%.c $(LIB_OBJ) $(VIEW_OBJ) $(MPI_STAMP) $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
 	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) $(VIEW_OBJ) $(LDLIBS) $(VIEW_LIBS) -lcmocka
 
-$(BUILD)/tests/emu/%: tests/emu/%.cpp $(LIB_OBJ) $(VIEW_OBJ) $(MPI_STAMP)
+$(BUILD)/tests/emu/%: tests/emu/%.cpp $(LIB_OBJ) $(VIEW_OBJ) $(MPI_STAMP) $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
 	$(Q)$(CXX_VDB) $(EMU_CXXFLAGS) -o $@ $< $(LIB_OBJ) $(VIEW_OBJ) $(LDLIBS) $(VIEW_LIBS) -lcmocka
