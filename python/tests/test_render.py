@@ -193,3 +193,45 @@ def test_mlp_scene_file(tmp_path):
     t = np.exp(-sigma * 2.0)
     c = 1 / (1 + np.exp(-bias))
     np.testing.assert_allclose(frame.rgb[4, 4], c * (1 - t) + bg * t, rtol=0, atol=1e-4)
+
+
+def test_mlp_weights_are_torch_linear_layers(tmp_path):
+    """The mlp decoder's weights file holds PyTorch nn.Linear layers in order (W0 [64][31],
+    b0, W1 [64][64], b1, W2 [3][64], b2): a box of constant density and features, seen along
+    -z through its centre, renders in sigmoid(net(x)) from torch.nn.Sequential built from the
+    same arrays, where x is the 15 features then the degree-3 SH basis of the direction. Along
+    z only the m = 0 functions are non-zero; they come from the textbook real SH here, not
+    from voxray's table."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng()
+    sigma, bg = 0.7, np.array([1.0, 1.0, 1.0])
+    feats = rng.uniform(-1, 1, 15).astype(np.float32)
+    g = np.zeros((4, 4, 4, 16), np.float32)
+    g[..., 0] = sigma
+    g[..., 1:] = feats
+    np.save(tmp_path / "grid.npy", g)
+    shapes = [(64, 31), (64,), (64, 64), (64,), (3, 64), (3,)]
+    arrays = [rng.uniform(-0.4, 0.4, s).astype(np.float32) for s in shapes]
+    np.save(tmp_path / "mlp.npy", np.concatenate([a.ravel() for a in arrays]))
+    (tmp_path / "scene.json").write_text(json.dumps({
+        "grid": "grid.npy", "bbox_min": [-1, -1, -1], "bbox_max": [1, 1, 1], "background": bg.tolist(),
+        "decoder": {"type": "mlp", "layers": 2, "weights": "mlp.npy"}}))
+    net = torch.nn.Sequential(torch.nn.Linear(31, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64), torch.nn.ReLU(),
+                              torch.nn.Linear(64, 3))
+    with torch.no_grad():
+        for layer, (w, b) in zip([net[0], net[2], net[4]], zip(arrays[0::2], arrays[1::2])):
+            layer.weight.copy_(torch.from_numpy(w))
+            layer.bias.copy_(torch.from_numpy(b))
+    z = -1.0  # the direction (0, 0, -1)
+    sh = np.zeros(16)
+    sh[0] = 0.5 / np.sqrt(np.pi)                                    # Y_0^0
+    sh[2] = np.sqrt(3 / (4 * np.pi)) * z                            # Y_1^0
+    sh[6] = 0.25 * np.sqrt(5 / np.pi) * (3 * z * z - 1)             # Y_2^0
+    sh[12] = 0.25 * np.sqrt(7 / np.pi) * z * (5 * z * z - 3)        # Y_3^0
+    x = torch.from_numpy(np.concatenate([feats, sh]).astype(np.float32))
+    with torch.no_grad():
+        c = torch.sigmoid(net(x)).numpy().astype(np.float64)
+    with voxray.load(tmp_path) as s:
+        frame = s.render_frame(eye=(0, 0, 4), target=(0, 0, 0), up=(0, 1, 0), fov=20, size=9, stop=0, backend="cpu")
+    t = np.exp(-sigma * 2.0)
+    np.testing.assert_allclose(frame.rgb[4, 4], c * (1 - t) + bg * t, rtol=0, atol=2e-4)
