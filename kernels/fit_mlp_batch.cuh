@@ -335,8 +335,10 @@ vx_fit_mlpb_backward_kernel(const float *__restrict__ w, vx_fit_mlp_batch B, uns
     float *sx = sm + VX_MLPB_X, *h1 = sm + VX_MLPB_H1, *h2 = sm + VX_MLPB_H2, *sdo = sm + VX_MLPB_DO;
     float *hl = LAYERS == 2 ? h2 : h1;
     float *sdf = h2; /* [64][16] dL/d(raw) rows, once h2 (or d2) is no longer read */
-    /* this thread's sums: dW1[ty+16a][tx+16b]; dW0[ty+16a][tx+16b] (b < 2); dW2[t/64][t%64]
-     * (t < 192); b0[t] (t < 64), b1[t-64] (64 <= t < 128), b2[t-128] (128 <= t < 131) */
+    /* this thread's sums: dW1[4ty+a][4tx+b]; dW0[4ty+a][2tx+b] (b < 2); dW2[t/64][t%64]
+     * (t < 192); b0[t] (t < 64), b1[t-64] (64 <= t < 128), b2[t-128] (128 <= t < 131).
+     * Contiguous units and inputs: a sample's share is one float4 (and one float4 or
+     * float2) from shared memory for 16 (8) multiply-adds. */
     float gw1[4][4], gw0[4][2], gw2 = 0.0f, gb = 0.0f;
 #pragma unroll
     for (int a = 0; a < 4; a++) {
@@ -382,11 +384,8 @@ vx_fit_mlpb_backward_kernel(const float *__restrict__ w, vx_fit_mlp_batch B, uns
         __syncthreads();
         if (LAYERS == 2) { /* h2 holds d2: dW1, b1, then d1 = d2 . W1 where h1 is on */
             for (int s = 0; s < VX_MLPB_TILE; s++) {
-                float dv[4], hv[4];
-#pragma unroll
-                for (int a = 0; a < 4; a++) dv[a] = h2[s * VX_MLPB_HS + ty + 16 * a];
-#pragma unroll
-                for (int b = 0; b < 4; b++) hv[b] = h1[s * VX_MLPB_HS + tx + 16 * b];
+                float4 d4 = *(const float4 *)(h2 + s * VX_MLPB_HS + 4 * ty), h4 = *(const float4 *)(h1 + s * VX_MLPB_HS + 4 * tx);
+                float dv[4] = {d4.x, d4.y, d4.z, d4.w}, hv[4] = {h4.x, h4.y, h4.z, h4.w};
 #pragma unroll
                 for (int a = 0; a < 4; a++)
 #pragma unroll
@@ -394,15 +393,14 @@ vx_fit_mlpb_backward_kernel(const float *__restrict__ w, vx_fit_mlp_batch B, uns
             }
             if (t >= 64 && t < 128)
                 for (int s = 0; s < VX_MLPB_TILE; s++) gb += h2[s * VX_MLPB_HS + t - 64];
-            float d1[4][4];
+            float d1[4][4]; /* samples ty + 16 i, units 4 tx + j: a float4 of W1's row o */
 #pragma unroll
             for (int i = 0; i < 4; i++)
 #pragma unroll
                 for (int j = 0; j < 4; j++) d1[i][j] = 0.0f;
             for (int o = 0; o < W; o++) {
-                float wv[4], dv[4];
-#pragma unroll
-                for (int j = 0; j < 4; j++) wv[j] = sm[VX_MLPB_W1 + o * VX_MLPB_HS + tx + 16 * j];
+                float4 w4 = *(const float4 *)(sm + VX_MLPB_W1 + o * VX_MLPB_HS + 4 * tx);
+                float wv[4] = {w4.x, w4.y, w4.z, w4.w}, dv[4];
 #pragma unroll
                 for (int i = 0; i < 4; i++) dv[i] = h2[(ty + 16 * i) * VX_MLPB_HS + o];
 #pragma unroll
@@ -414,21 +412,18 @@ vx_fit_mlpb_backward_kernel(const float *__restrict__ w, vx_fit_mlp_batch B, uns
             for (int i = 0; i < 4; i++)
 #pragma unroll
                 for (int j = 0; j < 4; j++)
-                    if (!(h1[(ty + 16 * i) * VX_MLPB_HS + tx + 16 * j] > 0.0f)) d1[i][j] = 0.0f;
+                    if (!(h1[(ty + 16 * i) * VX_MLPB_HS + 4 * tx + j] > 0.0f)) d1[i][j] = 0.0f;
             __syncthreads();
 #pragma unroll
             for (int i = 0; i < 4; i++)
-#pragma unroll
-                for (int j = 0; j < 4; j++) h1[(ty + 16 * i) * VX_MLPB_HS + tx + 16 * j] = d1[i][j];
+                *(float4 *)(h1 + (ty + 16 * i) * VX_MLPB_HS + 4 * tx) = make_float4(d1[i][0], d1[i][1], d1[i][2], d1[i][3]);
             __syncthreads();
         }
         /* h1 holds d1: dW0, b0, then dL/d(input) = d1 . W0 for the 15 features */
         for (int s = 0; s < VX_MLPB_TILE; s++) {
-            float dv[4], xv[2];
-#pragma unroll
-            for (int a = 0; a < 4; a++) dv[a] = h1[s * VX_MLPB_HS + ty + 16 * a];
-            xv[0] = sx[s * VX_MLPB_XS + tx];
-            xv[1] = sx[s * VX_MLPB_XS + tx + 16];
+            float4 d4 = *(const float4 *)(h1 + s * VX_MLPB_HS + 4 * ty);
+            float2 x2 = *(const float2 *)(sx + s * VX_MLPB_XS + 2 * tx);
+            float dv[4] = {d4.x, d4.y, d4.z, d4.w}, xv[2] = {x2.x, x2.y};
 #pragma unroll
             for (int a = 0; a < 4; a++) {
                 gw0[a][0] = fmaf(dv[a], xv[0], gw0[a][0]);
@@ -467,14 +462,14 @@ vx_fit_mlpb_backward_kernel(const float *__restrict__ w, vx_fit_mlp_batch B, uns
     for (int a = 0; a < 4; a++)
 #pragma unroll
         for (int b = 0; b < 2; b++) {
-            int o = ty + 16 * a, i = tx + 16 * b;
+            int o = 4 * ty + a, i = 2 * tx + b;
             if (i < VX_MLP_IN) atomicAdd(wgrad + i * W + o, gw0[a][b]);
         }
     if (LAYERS == 2)
 #pragma unroll
         for (int a = 0; a < 4; a++)
 #pragma unroll
-            for (int b = 0; b < 4; b++) atomicAdd(wgrad + VX_MLP_L1 + (ty + 16 * a) * W + tx + 16 * b, gw1[a][b]);
+            for (int b = 0; b < 4; b++) atomicAdd(wgrad + VX_MLP_L1 + (4 * ty + a) * W + 4 * tx + b, gw1[a][b]);
     if (t < 3 * W) atomicAdd(wgrad + oo + t, gw2); /* [c][o]: c = t / 64, o = t % 64 */
     if (t < 64) atomicAdd(wgrad + VX_MLP_B0 + t, gb);
     else if (t < 128) { if (LAYERS == 2) atomicAdd(wgrad + VX_MLP_L1 + W * W + t - 64, gb); }
