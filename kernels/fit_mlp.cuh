@@ -119,17 +119,7 @@ vx_fit_rays_mlp_kernel(vx_march_params mp, vx_fit_index L, const float *__restri
         int r = list ? list[t] : t;
         vx_vec3 o, d;
         const float *target;
-        if (src.images) {
-            int v, i, j;
-            vx_fit_tiles T = src.tiles;
-            vx_fit_pick_pixel_map(&T, src.seed, (unsigned long long)r, &v, &i, &j);
-            vx_camera_ray(&src.cams[v], (float)j + 0.5f, (float)i + 0.5f, &o, &d);
-            target = src.images + (((size_t)v * T.h + i) * T.w + j) * 3;
-        } else {
-            o = vx_v3(src.origin[3 * r], src.origin[3 * r + 1], src.origin[3 * r + 2]);
-            d = vx_v3(src.dir[3 * r], src.dir[3 * r + 1], src.dir[3 * r + 2]);
-            target = src.target + 3 * r;
-        }
+        vx_fit_src_ray(src, r, &o, &d, &target);
         float tg[3] = {__ldg(target), __ldg(target + 1), __ldg(target + 2)}, C[3], g[3];
         vx_fit_mlp_op<LAYERS, false> fw;
         fw.m = &mp; fw.L = &L; fw.data = data; fw.dir = d; fw.n = 0;
@@ -150,15 +140,7 @@ vx_fit_rays_mlp_kernel(vx_march_params mp, vx_fit_index L, const float *__restri
             if (src.ray_err) src.ray_err[r] = vx_fit_ray_error(C, tg);
         }
     }
-    for (int off = 16; off > 0; off >>= 1) l += __shfl_down_sync(0xffffffffu, l, off);
-    __shared__ float part[4];
-    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = l;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double sum = 0.0;
-        for (int w = 0; w < (int)(blockDim.x + 31) / 32; w++) sum += part[w];
-        atomicAdd(loss_sum, sum);
-    }
+    vx_fit_block_loss(l, loss_sum);
 }
 
 /* Weight k (packed layout) is the sum over records of rec[a] * rec[b]: the two record

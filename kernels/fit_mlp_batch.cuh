@@ -48,22 +48,11 @@ typedef struct {
 #define VX_DYN_SHARED(T, name) extern __shared__ T name[]
 #endif
 
-/* The ray of list entry t: origin, direction and target colour, as fit_mlp.cuh's kernel
- * draws it (the same pixel for the same seed and index). */
+/* The ray of list entry t (vx_fit_src_ray): its index r. */
 __device__ __forceinline__ int vx_fit_mlpb_ray(const vx_fit_ray_src *src, const int *list, int t, vx_vec3 *o,
                                                vx_vec3 *d, const float **target) {
     int r = list ? list[t] : t;
-    if (src->images) {
-        int v, i, j;
-        vx_fit_tiles T = src->tiles;
-        vx_fit_pick_pixel_map(&T, src->seed, (unsigned long long)r, &v, &i, &j);
-        vx_camera_ray(&src->cams[v], (float)j + 0.5f, (float)i + 0.5f, o, d);
-        *target = src->images + (((size_t)v * T.h + i) * T.w + j) * 3;
-    } else {
-        *o = vx_v3(src->origin[3 * r], src->origin[3 * r + 1], src->origin[3 * r + 2]);
-        *d = vx_v3(src->dir[3 * r], src->dir[3 * r + 1], src->dir[3 * r + 2]);
-        *target = src->target + 3 * r;
-    }
+    vx_fit_src_ray(*src, r, o, d, target);
     return r;
 }
 
@@ -310,15 +299,7 @@ vx_fit_mlpb_composite_kernel(vx_march_params mp, vx_fit_ray_src src, const int *
             for (int ch = 0; ch < 3; ch++) rgb_out[3 * r + ch] = C[ch];
         if (src.ray_err) src.ray_err[r] = vx_fit_ray_error(C, tg);
     }
-    for (int off = 16; off > 0; off >>= 1) l += __shfl_down_sync(0xffffffffu, l, off);
-    __shared__ float part[4];
-    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = l;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double sum = 0.0;
-        for (int w = 0; w < (int)(blockDim.x + 31) / 32; w++) sum += part[w];
-        atomicAdd(loss_sum, sum);
-    }
+    vx_fit_block_loss(l, loss_sum);
 }
 
 /* Network backward over samples [0, S): recomputes the hidden layers, then the deltas,

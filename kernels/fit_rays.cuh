@@ -248,6 +248,40 @@ __device__ __forceinline__ void vx_fit_march_t(const vx_march_params &m, const v
     if constexpr (REG && !BWD) sums = f.sums;
 }
 
+/* Ray r of src: origin, direction and where its target colour is (a pixel of a training
+ * photo drawn from the seed, or ray r of a host batch), as vx_fit_rays_v2_kernel draws it
+ * inline (left as it is: its SASS was timed; rewritten through these helpers its PTX
+ * changes): the mlp kernels draw through it, so one index names the same ray in each of
+ * a step's kernels. */
+__device__ __forceinline__ void vx_fit_src_ray(const vx_fit_ray_src &src, int r, vx_vec3 *o, vx_vec3 *d,
+                                               const float **target) {
+    if (src.images) {
+        int v, i, j;
+        vx_fit_tiles T = src.tiles;
+        vx_fit_pick_pixel_map(&T, src.seed, (unsigned long long)r, &v, &i, &j);
+        vx_camera_ray(&src.cams[v], (float)j + 0.5f, (float)i + 0.5f, o, d);
+        *target = src.images + (((size_t)v * T.h + i) * T.w + j) * 3;
+    } else {
+        *o = vx_v3(src.origin[3 * r], src.origin[3 * r + 1], src.origin[3 * r + 2]);
+        *d = vx_v3(src.dir[3 * r], src.dir[3 * r + 1], src.dir[3 * r + 2]);
+        *target = src.target + 3 * r;
+    }
+}
+
+/* The block's sum of each thread's l into *loss_sum, one double atomic per block (blocks
+ * of at most 128 threads; every thread of the block calls it), as version 2 sums inline. */
+__device__ __forceinline__ void vx_fit_block_loss(float l, double *loss_sum) {
+    for (int off = 16; off > 0; off >>= 1) l += __shfl_down_sync(0xffffffffu, l, off);
+    __shared__ float part[4];
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = l;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double t = 0.0;
+        for (int w = 0; w < (int)(blockDim.x + 31) / 32; w++) t += part[w];
+        atomicAdd(loss_sum, t);
+    }
+}
+
 /* The ray step: forward, loss, backward; per-block loss sums go to *loss_sum (the
  * photometric loss only; REG adds the regularisers' gradient, weights reg). The minimum
  * of 4 blocks per SM keeps the occupancy of the hand-written loop this replaced: through
