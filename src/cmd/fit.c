@@ -271,6 +271,10 @@ int vx_cmd_fit(int argc, char **argv) {
         vx_fit_config_cuda_defaults(&cfg, set);
         vx__print_cuda_defaults(&cfg, set);
     }
+    if (cfg.hp.mlp_kernel && !use_mlp)
+        fprintf(stderr, "voxray: fit: --mlp-kernel has no effect without --decoder mlp\n");
+    else if (cfg.hp.mlp_kernel && cfg.backend != VX_BACKEND_CUDA)
+        fprintf(stderr, "voxray: fit: --mlp-kernel chooses a CUDA kernel; no effect when training on the CPU\n");
     /* after the CUDA defaults, which may have changed the number of stages */
     if (vx__parse_stage_ends(stage_ends, &cfg)) {
         rc = vx_cli_usage_error("fit", vx_errmsg());
