@@ -40,6 +40,10 @@ void vx_fit_set_mlp_records_cuda(vx_fit_device *g, unsigned long long records);
  * default; 0 means it), 2 batched into tiled products over the step's samples
  * (fit_mlp_batch.cuh). */
 int vx_fit_set_mlp_kernel_cuda(vx_fit_device *g, int kernel);
+/* With vx_fit_profile_cuda on: the batched mlp step's time in its gather, network forward,
+ * composite, network backward and scatter kernels (ms, summed since the last call) and the
+ * samples it ran the network on; resets both. */
+void vx_fit_mlp_timings_cuda(vx_fit_device *g, double ms[5], double *samples);
 int vx_fit_occupancy_build_cuda(vx_fit_device *g, int cell);
 int vx_fit_prune_cuda(vx_fit_device *g, float thresh, size_t *pruned);
 int vx_fit_upsample_cuda(vx_fit_device *g, const int res[3]);

@@ -59,6 +59,7 @@ struct vx_fit_device {
     int mb_blocks[2][2];        /* persistent blocks of the [forward, backward][layers - 1] kernels */
     int profile;
     double prof_ms[4];
+    double prof_mlpb[5], prof_samples; /* profiling: the batched mlp step's kernels, samples */
 };
 
 static size_t vx__nv(const vx_fit_model *m) { return vx_fit_storage_voxels(m); }
@@ -376,6 +377,11 @@ extern "C" void vx_fit_set_ray_reg_cuda(vx_fit_device *g, float sparsity, float 
     g->m.reg_distortion = distortion;
 }
 extern "C" void vx_fit_profile_cuda(vx_fit_device *g, int on) { g->profile = on; }
+extern "C" void vx_fit_mlp_timings_cuda(vx_fit_device *g, double ms[5], double *samples) {
+    for (int k = 0; k < 5; k++) { ms[k] = g->prof_mlpb[k]; g->prof_mlpb[k] = 0.0; }
+    *samples = g->prof_samples;
+    g->prof_samples = 0.0;
+}
 extern "C" void vx_fit_set_mlp_records_cuda(vx_fit_device *g, unsigned long long records) {
     if (records >= 1 && records < g->rec_cap) g->rec_cap = records;
     if (records >= 1 && (!g->mb_cap || records < g->mb_cap)) g->mb_cap = records; /* before the batched arrays exist: their size */
@@ -586,6 +592,20 @@ static int vx__rays_mlp_batched(vx_fit_device *g, const vx_fit_ray_src *src, int
     if (vx__mlpb_alloc(g) || vx_cuda_zero(g->d_sum, sizeof(double))) return -1;
     float scale = 1.0f / (3.0f * (float)n);
     const int *list = NULL;
+    double t = 0.0; /* profiling: each kernel's time (synchronised: only when asked for) */
+#define VX__MB_T(k)                                                                                                \
+    do {                                                                                                           \
+        if (g->profile) {                                                                                          \
+            if (vx_cuda_sync()) return -1;                                                                         \
+            double now = vx_now();                                                                                 \
+            g->prof_mlpb[k] += 1e3 * (now - t);                                                                    \
+            t = now;                                                                                               \
+        }                                                                                                          \
+    } while (0)
+    if (g->profile) {
+        if (vx_cuda_sync()) return -1;
+        t = vx_now();
+    }
     for (int pass = 0; m > 0; pass++) {
         if (pass > n) return vx_error("fit: the mlp ray step made no progress (%d rays left)", m);
         int *defer = g->d_defer[pass & 1];
@@ -601,26 +621,33 @@ static int vx__rays_mlp_batched(vx_fit_device *g, const vx_fit_ray_src *src, int
         if (vx_cuda_download(cnt, g->d_rec_count, sizeof cnt) || vx_cuda_download(&left, g->d_ndefer, sizeof left))
             return -1;
         unsigned long long S = cnt[1], tiles = (S + VX_MLPB_TILE - 1) / VX_MLPB_TILE;
+        VX__MB_T(0);
+        g->prof_samples += (double)S;
         if (S) {
             unsigned fb = (unsigned)(tiles < (unsigned long long)g->mb_blocks[0][L - 1] ? tiles : g->mb_blocks[0][L - 1]);
             if (L == 1) vx_fit_mlpb_forward_kernel<1><<<fb, VX_MLPB_THREADS, VX_MLPB_SMEM>>>(g->d_mlp, g->mb, S);
             else vx_fit_mlpb_forward_kernel<2><<<fb, VX_MLPB_THREADS, VX_MLPB_SMEM>>>(g->d_mlp, g->mb, S);
             VX_LAUNCH_CHECK("vx_fit_mlpb_forward_kernel");
         }
+        VX__MB_T(1);
         vx_fit_mlpb_composite_kernel<<<rb, 128>>>(g->m.mp, *src, list, m, scale, g->mb, d_rgb, g->d_sum);
         VX_LAUNCH_CHECK("vx_fit_mlpb_composite_kernel");
+        VX__MB_T(2);
         if (S) {
             unsigned bb = (unsigned)(tiles < (unsigned long long)g->mb_blocks[1][L - 1] ? tiles : g->mb_blocks[1][L - 1]);
             if (L == 1) vx_fit_mlpb_backward_kernel<1><<<bb, VX_MLPB_THREADS, VX_MLPB_SMEM>>>(g->d_mlp, g->mb, S, g->d_mlp_grad);
             else vx_fit_mlpb_backward_kernel<2><<<bb, VX_MLPB_THREADS, VX_MLPB_SMEM>>>(g->d_mlp, g->mb, S, g->d_mlp_grad);
             VX_LAUNCH_CHECK("vx_fit_mlpb_backward_kernel");
+            VX__MB_T(3);
             vx_fit_mlpb_scatter_kernel<<<vx_ceil_div((size_t)S, 256), 256>>>(ix, g->mb, S, g->d_grad, wmax);
             VX_LAUNCH_CHECK("vx_fit_mlpb_scatter_kernel");
+            VX__MB_T(4);
         }
         if (left >= (unsigned)m && !S) return vx_error("fit: the mlp ray step made no progress (%d rays left)", m);
         list = defer;
         m = (int)left;
     }
+#undef VX__MB_T
     return 0;
 }
 

@@ -128,6 +128,36 @@ static int vx__occ(vx_fit_device *g, void *ctx, int k) {
     (void)ctx; (void)k;
     return vx_fit_occupancy_build_cuda(g, 8);
 }
+
+/* The batched mlp step kernel by kernel (synchronised after each, so the sum is a little
+ * above the unprofiled step): ms a step, and the network kernels' GFLOP/s from the
+ * samples they ran (multiply-adds of the weight matrices, 2 flops each; biases left out). */
+static int vx__mlp_breakdown(vx_fit_device *g, vx__bench_ctx *c, int steps, int layers) {
+    double ms[5], samples, loss;
+    vx_fit_profile_cuda(g, 1);
+    if (vx_fit_set_mlp_kernel_cuda(g, 2)) return -1;
+    for (int k = 0; k < steps + 2; k++) {
+        if (k == 2) vx_fit_mlp_timings_cuda(g, ms, &samples); /* two warm-up steps */
+        if (vx_fit_rays_sampled_cuda(g, c->batch, 7000 + (uint64_t)k, &loss)) return -1;
+    }
+    vx_fit_mlp_timings_cuda(g, ms, &samples);
+    vx_fit_profile_cuda(g, 0);
+    double W = VX_MLP_WIDTH, hid = VX_MLP_IN * W + (layers == 2 ? W * W : 0.0);
+    double fwd = 2.0 * (hid + 3 * W);                                        /* hidden layers + output */
+    double bwd = 2.0 * (hid + 6 * W + (layers == 2 ? 2 * W * W : 0.0) + 32 * W + 16 * W); /* + dW2, deltas, dW1, d1, dW0, dX */
+    static const char *names[5] = {"gather (march, count, write inputs)", "network forward", "composite per ray",
+                                   "network backward (deltas, dW, dX)", "scatter to the grid"};
+    printf("batched mlp step, kernel by kernel (%d steps; %.1f samples a ray with density):\n", steps,
+           samples / steps / c->batch);
+    for (int k = 0; k < 5; k++) {
+        double per = ms[k] / steps;
+        char extra[64] = "";
+        if (k == 1 || k == 3)
+            snprintf(extra, sizeof extra, "%.0f GFLOP/s", (k == 1 ? fwd : bwd) * samples / steps / (per * 1e-3) / 1e9);
+        printf("  %-46s %10.3f %25s\n", names[k], per, extra);
+    }
+    return 0;
+}
 #endif
 
 int vx_bench_fit(int argc, char **argv) {
@@ -215,6 +245,7 @@ int vx_bench_fit(int argc, char **argv) {
         printf("  %-46s %10.3f %14s %10s\n", rows[r].name, ms, rays, gbs);
     }
     printf("(Adam's GB/s counts parameters, gradient and both moments, each read and written)\n");
+    if (mlp && vx__mlp_breakdown(g, &ctx, steps, f.mlp_layers)) goto done;
     rc = 0;
 done:
     if (rc) fprintf(stderr, "voxray bench fit: %s\n", vx_errmsg());
