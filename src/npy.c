@@ -79,7 +79,7 @@ int vx_npy_parse_header(const unsigned char *buf, size_t len, const char *what, 
     if (!(end - v >= 5 && !memcmp(v, "False", 5))) return vx_error("%s: .npy 'fortran_order' is neither True nor False", what);
 
     v = vx__dict_value(hdr, end, "shape");
-    if (!v || *v != '(') return vx_error("%s: .npy header has no 'shape' tuple", what);
+    if (!v || v >= end || *v != '(') return vx_error("%s: .npy header has no 'shape' tuple", what);
     v++;
     h->ndim = 0;
     for (;;) {

@@ -85,6 +85,24 @@ static void test_v2_and_dtypes(void **state) {
     vx_grid_free(&g);
 }
 
+/* A header that ends right after "'shape':" (found by fuzz_npy: the parser read the byte
+ * after the header). The buffer is exactly the header, so ASan sees any read past it. */
+static void test_header_ends_at_value(void **state) {
+    (void)state;
+    const char *d = "{'descr': '<f4', 'fortran_order': False, 'shape':   ";
+    size_t hl = strlen(d), n = 10 + hl;
+    unsigned char *b = malloc(n);
+    assert_non_null(b);
+    memcpy(b, "\x93NUMPY\x01\x00", 8);
+    b[8] = (unsigned char)(hl & 0xff);
+    b[9] = (unsigned char)(hl >> 8);
+    memcpy(b + 10, d, hl);
+    vx_npy_header h;
+    assert_int_equal(vx_npy_parse_header(b, n, "t.npy", &h), -1);
+    assert_non_null(strstr(vx_errmsg(), "shape"));
+    free(b);
+}
+
 typedef struct { const char *name, *dict; size_t payload; const char *expect; } bad_case;
 
 static void test_bad_files(void **state) {
@@ -187,6 +205,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip_f32_f16), cmocka_unit_test(test_half_exact),
         cmocka_unit_test(test_v2_and_dtypes),     cmocka_unit_test(test_bad_files),
+        cmocka_unit_test(test_header_ends_at_value),
         cmocka_unit_test(test_trilinear_by_hand), cmocka_unit_test(test_sh_basis),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
