@@ -490,14 +490,36 @@ static int vx__mlp_bind(const vx_fit_device *g) {
     return 0;
 }
 
+/* What both mlp ray steps share: the checks before a step, and each pass's counters
+ * (reservations and the end of what was written; rays put off). */
+static int vx__mlp_step_check(const vx_fit_device *g, int n) {
+    if (n > g->max_batch) return vx_error("fit: the mlp step takes at most the %d rays it was made for, not %d", g->max_batch, n);
+    vx_fit_reg reg = vx__reg(g, n);
+    if (vx_fit_reg_on(&reg)) return vx_error("fit: --sparsity and --distortion have no CUDA kernel for the mlp decoder yet");
+    return 0;
+}
+static int vx__mlp_pass_reset(vx_fit_device *g) {
+    return vx_cuda_zero(g->d_rec_count, 2 * sizeof(unsigned long long)) || vx_cuda_zero(g->d_ndefer, sizeof(unsigned))
+               ? -1
+               : 0;
+}
+/* After a pass's first kernel: *written ends the samples written, *left rays were put off
+ * (an error when the pass wrote nothing and put every ray off: no progress). */
+static int vx__mlp_pass_counts(const vx_fit_device *g, int m, unsigned long long *written, unsigned *left) {
+    unsigned long long cnt[2];
+    if (vx_cuda_download(cnt, g->d_rec_count, sizeof cnt) || vx_cuda_download(left, g->d_ndefer, sizeof *left))
+        return -1;
+    *written = cnt[1];
+    if (*left >= (unsigned)m && !*written) return vx_error("fit: the mlp ray step made no progress (%d rays left)", m);
+    return 0;
+}
+
 /* The mlp decoder's ray step (fit_mlp.cuh): the ray kernel writes a record per composited
  * sample, then the records are reduced into dL/dweights (added to d_mlp_grad, which Adam
  * consumes). Rays that found the record buffer full run again in the next pass, after the
  * reduction emptied it; each pass finishes at least the first ray that reserved. */
 static int vx__rays_mlp(vx_fit_device *g, const vx_fit_ray_src *src, int n, float *d_rgb) {
-    if (n > g->max_batch) return vx_error("fit: the mlp step takes at most the %d rays it was made for, not %d", g->max_batch, n);
-    vx_fit_reg reg = vx__reg(g, n);
-    if (vx_fit_reg_on(&reg)) return vx_error("fit: --sparsity and --distortion have no CUDA kernel for the mlp decoder yet");
+    if (vx__mlp_step_check(g, n)) return -1;
     int bs = 128, L = g->m.mlp_layers, m = n;
     const unsigned char *occ = g->m.mp.occ_b ? g->d_occ : NULL;
     float *wmax = g->m.track_wmax ? g->d_wmax : NULL;
@@ -510,9 +532,7 @@ static int vx__rays_mlp(vx_fit_device *g, const vx_fit_ray_src *src, int n, floa
     for (int pass = 0; m > 0; pass++) {
         if (pass > n) return vx_error("fit: the mlp ray step made no progress (%d rays left)", m);
         int *defer = g->d_defer[pass & 1];
-        if (vx_cuda_zero(g->d_rec_count, 2 * sizeof(unsigned long long)) ||
-            vx_cuda_zero(g->d_ndefer, sizeof(unsigned)))
-            return -1;
+        if (vx__mlp_pass_reset(g)) return -1;
         unsigned blocks = vx_ceil_div((size_t)m, bs);
         if (L == 1)
             vx_fit_rays_mlp_kernel<1><<<blocks, bs>>>(g->m.mp, ix, g->d_data, occ, *src, list, m, scale, g->d_grad, wmax,
@@ -523,18 +543,16 @@ static int vx__rays_mlp(vx_fit_device *g, const vx_fit_ray_src *src, int n, floa
                                                       d_rgb, g->d_sum, g->d_rec, g->rec_cap, g->d_rec_count, defer,
                                                       g->d_ndefer);
         VX_LAUNCH_CHECK("vx_fit_rays_mlp_kernel");
-        unsigned long long cnt[2];
+        unsigned long long nrec = 0;
         unsigned left = 0;
-        if (vx_cuda_download(cnt, g->d_rec_count, sizeof cnt) || vx_cuda_download(&left, g->d_ndefer, sizeof left))
-            return -1;
-        if (cnt[1]) {
+        if (vx__mlp_pass_counts(g, m, &nrec, &left)) return -1;
+        if (nrec) {
             const unsigned per_block = 512;
-            unsigned rb = vx_ceil_div((size_t)cnt[1], per_block);
-            if (L == 1) vx_fit_mlp_wgrad_kernel<1><<<rb, 256>>>(g->d_rec, cnt[1], per_block, g->d_mlp_grad);
-            else vx_fit_mlp_wgrad_kernel<2><<<rb, 256>>>(g->d_rec, cnt[1], per_block, g->d_mlp_grad);
+            unsigned rb = vx_ceil_div((size_t)nrec, per_block);
+            if (L == 1) vx_fit_mlp_wgrad_kernel<1><<<rb, 256>>>(g->d_rec, nrec, per_block, g->d_mlp_grad);
+            else vx_fit_mlp_wgrad_kernel<2><<<rb, 256>>>(g->d_rec, nrec, per_block, g->d_mlp_grad);
             VX_LAUNCH_CHECK("vx_fit_mlp_wgrad_kernel");
         }
-        if (left >= (unsigned)m && !cnt[1]) return vx_error("fit: the mlp ray step made no progress (%d rays left)", m);
         list = defer;
         m = (int)left;
     }
@@ -582,9 +600,7 @@ static int vx__mlpb_alloc(vx_fit_device *g) {
  * as the arrays hold, run the network forward over them, composite, run it backward and
  * scatter; rays that did not fit run in the next pass. */
 static int vx__rays_mlp_batched(vx_fit_device *g, const vx_fit_ray_src *src, int n, float *d_rgb) {
-    if (n > g->max_batch) return vx_error("fit: the mlp step takes at most the %d rays it was made for, not %d", g->max_batch, n);
-    vx_fit_reg reg = vx__reg(g, n);
-    if (vx_fit_reg_on(&reg)) return vx_error("fit: --sparsity and --distortion have no CUDA kernel for the mlp decoder yet");
+    if (vx__mlp_step_check(g, n)) return -1;
     int L = g->m.mlp_layers, m = n;
     const unsigned char *occ = g->m.mp.occ_b ? g->d_occ : NULL;
     float *wmax = g->m.track_wmax ? g->d_wmax : NULL;
@@ -609,18 +625,15 @@ static int vx__rays_mlp_batched(vx_fit_device *g, const vx_fit_ray_src *src, int
     for (int pass = 0; m > 0; pass++) {
         if (pass > n) return vx_error("fit: the mlp ray step made no progress (%d rays left)", m);
         int *defer = g->d_defer[pass & 1];
-        if (vx_cuda_zero(g->d_rec_count, 2 * sizeof(unsigned long long)) ||
-            vx_cuda_zero(g->d_ndefer, sizeof(unsigned)))
-            return -1;
+        if (vx__mlp_pass_reset(g)) return -1;
         unsigned rb = vx_ceil_div((size_t)m, 128);
         vx_fit_mlpb_gather_kernel<<<rb, 128>>>(g->m.mp, ix, g->d_data, occ, *src, list, m, g->mb, g->mb_cap,
                                                g->d_rec_count, defer, g->d_ndefer);
         VX_LAUNCH_CHECK("vx_fit_mlpb_gather_kernel");
-        unsigned long long cnt[2];
+        unsigned long long S = 0;
         unsigned left = 0;
-        if (vx_cuda_download(cnt, g->d_rec_count, sizeof cnt) || vx_cuda_download(&left, g->d_ndefer, sizeof left))
-            return -1;
-        unsigned long long S = cnt[1], tiles = (S + VX_MLPB_TILE - 1) / VX_MLPB_TILE;
+        if (vx__mlp_pass_counts(g, m, &S, &left)) return -1;
+        unsigned long long tiles = (S + VX_MLPB_TILE - 1) / VX_MLPB_TILE;
         VX__MB_T(0);
         g->prof_samples += (double)S;
         if (S) {
@@ -643,7 +656,6 @@ static int vx__rays_mlp_batched(vx_fit_device *g, const vx_fit_ray_src *src, int
             VX_LAUNCH_CHECK("vx_fit_mlpb_scatter_kernel");
             VX__MB_T(4);
         }
-        if (left >= (unsigned)m && !S) return vx_error("fit: the mlp ray step made no progress (%d rays left)", m);
         list = defer;
         m = (int)left;
     }
