@@ -36,6 +36,22 @@ extern "C" {
 static uint64_t g_state; /* seeded by vx_emu_seed (VX_SEED replays) */
 static double uni(double lo, double hi) { return lo + (hi - lo) * vx_rand01(&g_state); }
 
+/* Bricked storage for f: the voxels of brick (0, 0, 0) die first, so the null brick
+ * serves it, then the identity resample makes the bricks and keeps every value. */
+static void emu_make_bricked(vx_fit_model *f) {
+    for (int z = 0; z < 8 && z < f->nz; z++)
+        for (int y = 0; y < 8 && y < f->ny; y++)
+            for (int x = 0; x < 8 && x < f->nx; x++) {
+                size_t iv = ((size_t)z * f->ny + y) * f->nx + x;
+                f->alive[iv] = 0;
+                memset(f->data + iv * f->nc, 0, f->nc * sizeof(float));
+            }
+    f->sparse_fit = 1;
+    int res[3] = {f->nx, f->ny, f->nz};
+    OK(vx_fit_resample_cpu(f, f->box_lo, f->box_hi, res));
+    assert_true(f->table && f->table[0] == 0);
+}
+
 static void random_batch(vx_fit_batch *b, int n) {
     OK(vx_fit_batch_alloc(b, n));
     for (int r = 0; r < n; r++) {

@@ -27,18 +27,7 @@ static void random_mlp_model(vx_fit_model *f, int layers, int bricked) {
         for (int c = 1; c < f->nc; c++) f->data[i * f->nc + c] = (float)uni(-1, 1);
     }
     for (int k = 0; k < vx_mlp_weight_count(layers); k++) f->mlp[k] *= (float)uni(0.5, 2.0);
-    if (bricked) {
-        for (int z = 0; z < 8 && z < f->nz; z++)
-            for (int y = 0; y < 8 && y < f->ny; y++)
-                for (int x = 0; x < 8 && x < f->nx; x++) {
-                    size_t iv = ((size_t)z * f->ny + y) * f->nx + x;
-                    f->alive[iv] = 0;
-                    memset(f->data + iv * f->nc, 0, f->nc * sizeof(float));
-                }
-        f->sparse_fit = 1;
-        OK(vx_fit_resample_cpu(f, f->box_lo, f->box_hi, res));
-        assert_true(f->table && f->table[0] == 0);
-    }
+    if (bricked) emu_make_bricked(f);
     OK(vx_fit_update_params(f, 1e-4f));
 }
 

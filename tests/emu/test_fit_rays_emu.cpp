@@ -16,18 +16,7 @@ static void random_sh_model(vx_fit_model *f, int deg, int bricked) {
     OK(vx_fit_model_init_cpu(f, res, deg, lo, hi, 0.5f, 0.0f, bg, 0.1f));
     size_t n = (size_t)f->nx * f->ny * f->nz * f->nc;
     for (size_t i = 0; i < n; i++) f->data[i] = i % f->nc == 0 ? (float)uni(-1, 3) : (float)uni(-0.4, 0.4);
-    if (bricked) {
-        for (int z = 0; z < 8; z++)
-            for (int y = 0; y < 8; y++)
-                for (int x = 0; x < 8; x++) {
-                    size_t iv = ((size_t)z * f->ny + y) * f->nx + x;
-                    f->alive[iv] = 0;
-                    memset(f->data + iv * f->nc, 0, f->nc * sizeof(float));
-                }
-        f->sparse_fit = 1;
-        OK(vx_fit_resample_cpu(f, f->box_lo, f->box_hi, res));
-        assert_true(f->table && f->table[0] == 0);
-    }
+    if (bricked) emu_make_bricked(f);
     OK(vx_fit_update_params(f, 1e-4f));
 }
 
