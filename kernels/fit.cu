@@ -559,13 +559,15 @@ static int vx__rays_mlp(vx_fit_device *g, const vx_fit_ray_src *src, int n, floa
     return 0;
 }
 
-/* The batched step's arrays (fit_mlp_batch.cuh), on its first use: 32 samples a ray of the
- * batch (or what a test asked for), at most 4 GiB; and the network kernels' shared memory
+/* The batched step's arrays (fit_mlp_batch.cuh), on its first use: 128 samples a ray of the
+ * batch (or what a test asked for), at most 4 GiB (180 bytes a sample, so 1.5 GB for 65 536
+ * rays: a foggy early stage, hundreds of samples a ray, then needs few passes, each of which
+ * marches every ray left again); and the network kernels' shared memory
  * (73 KB: past the 48 KB a kernel gets unless it asks) and persistent grid sizes. */
 static int vx__mlpb_alloc(vx_fit_device *g) {
     if (g->mb.x) return 0;
     size_t nb = (size_t)g->max_batch, per = 32 * sizeof(float) + 3 * sizeof(float4) + sizeof(float);
-    unsigned long long cap = g->mb_cap ? g->mb_cap : (unsigned long long)nb * 32;
+    unsigned long long cap = g->mb_cap ? g->mb_cap : (unsigned long long)nb * 128;
     if (cap * per > ((size_t)4 << 30)) cap = ((size_t)4 << 30) / per;
     g->mb_cap = cap;
     if (vx_cuda_alloc((void **)&g->mb.x, cap * 32 * sizeof(float), "fit mlp sample inputs") ||
