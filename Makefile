@@ -1,8 +1,8 @@
 # voxray Makefile: host C11 in src/, CUDA in kernels/ (built when nvcc is found),
 # the viewer in src/view/ (built when GLFW and the glad2 generator are found).
 # Targets: all lib demo test test-python test-gpu test-gpu-build bench layers deps deps-bundle
-# mpi-bundle clean. V=1 prints full commands; WERROR=1 (or CI set) turns warnings into errors;
-# REQUIRE_CUDA=1 fails instead of building without CUDA when nvcc is missing.
+# mpi-bundle dev-bundle clean. V=1 prints full commands; WERROR=1 (or CI set) turns warnings
+# into errors; REQUIRE_CUDA=1 fails instead of building without CUDA when nvcc is missing.
 
 CC       ?= gcc
 BUILD    ?= build
@@ -227,7 +227,7 @@ else
 Q := @
 endif
 
-.PHONY: all demo test test-gpu test-gpu-build bench layers deps check-deps deps-bundle mpi-bundle clean scenes install-deps
+.PHONY: all demo test test-gpu test-gpu-build bench layers deps check-deps deps-bundle mpi-bundle dev-bundle clean scenes install-deps
 all: $(BUILD)/voxray
 
 $(BUILD)/voxray: $(BUILD)/src/main.o $(LIB_OBJ) $(VIEW_OBJ) $(MPI_STAMP) $(CONFIG_STAMP)
@@ -350,6 +350,19 @@ deps-bundle:
 
 mpi-bundle:
 	@PYTHON=$(PYTHON) sh tools/mpi-bundle.sh .deps
+
+# Stripped binaries for a device call (tools/fit_mlp_device.sh): voxray and test_fit_gpu for
+# sm_90 against .deps, without the viewer and OpenVDB (the device has neither), in .dev/bin
+# with the commit they were built from. Carry .dev, .deps/lib and the views; run them with
+# LD_LIBRARY_PATH=.deps/lib.
+dev-bundle:
+	@[ -d .deps/lib ] || $(MAKE) --no-print-directory deps-bundle
+	@$(MAKE) --no-print-directory NO_VIEWER=1 NO_VDB=1 DEPS=.deps BUILD=build-dev \
+	    CUDA_ARCH="-gencode arch=compute_90,code=sm_90" build-dev/voxray build-dev/tests/gpu/test_fit_gpu
+	@mkdir -p .dev/bin
+	@strip -o .dev/bin/voxray build-dev/voxray && strip -o .dev/bin/test_fit_gpu build-dev/tests/gpu/test_fit_gpu
+	@echo "$$(git rev-parse --short HEAD)$$(git diff --quiet HEAD -- src kernels tests Makefile || echo +changes)" > .dev/COMMIT
+	@echo "dev-bundle: .dev/bin/voxray, .dev/bin/test_fit_gpu ($$(du -sh .dev | cut -f1)), built from $$(cat .dev/COMMIT)"
 
 # BUILD=dir: only that folder; by default both build/ and build-san/.
 clean:

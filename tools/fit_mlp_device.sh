@@ -1,0 +1,47 @@
+#!/bin/bash
+# fit_mlp_device.sh - the device calls that measure the mlp decoder's CUDA training kernels
+# (docs/FIT.md, "Next device call"), written so one call does one step and logs as it goes.
+# Usage: tools/fit_mlp_device.sh STEP OUTDIR   with the binaries of `make dev-bundle` in BIN
+# (default .dev/bin), .deps/lib, and the views in .mic / .lego (carry them). STEP:
+#   check  test_fit_gpu (quick), mic 60 s with --mlp-kernel batched, `bench fit` on that scene
+#   mic5   mic, 5 minutes, mlp batched        lego5  lego (test split), 5 minutes, mlp batched
+#   mic60-sh3  mic, 60 s, SH degree 3 (the baseline, same lease)
+# A failed GPU test stops `check` before anything is timed (a wrong kernel's speed is no news).
+set -u
+step=${1:?usage: tools/fit_mlp_device.sh check|mic5|lego5|mic60-sh3 OUTDIR}
+out=${2:?usage: tools/fit_mlp_device.sh STEP OUTDIR}
+BIN=${BIN:-.dev/bin}
+export VOXRAY=$BIN/voxray
+export LD_LIBRARY_PATH=$PWD/.deps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+mkdir -p "$out" || exit 1
+log=$out/$step.log
+exec > >(tee -a "$log") 2>&1
+echo "== $step, $(date -u '+%Y-%m-%d %H:%M:%S') UTC, commit $(cat .dev/COMMIT 2>/dev/null || echo '?')"
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader 2>/dev/null
+mlp="--decoder mlp --mlp-kernel batched"
+fit() { # NAME DATASET SECONDS ARGS...
+    local name=$1 data=$2 secs=$3
+    shift 3
+    local t0=$(date +%s)
+    sh tools/fit_mic.sh "$data" "$out/$name" --max-seconds "$secs" "$@" > "$out/$name.fit.log" 2>&1
+    local rc=$?
+    echo "-- $name: rc=$rc, $(( $(date +%s) - t0 )) s wall"
+    grep -E 'held-out|PSNR|worst|stage|rays/s|curve|wrote' "$out/$name.fit.log" | tail -40
+    return $rc
+}
+case "$step" in
+check)
+    echo "-- test_fit_gpu (VX_FIT_GPU_QUICK=1)"
+    VX_FIT_GPU_QUICK=1 "$BIN/test_fit_gpu" > "$out/test_fit_gpu.log" 2>&1
+    rc=$?
+    tail -30 "$out/test_fit_gpu.log"
+    [ $rc -eq 0 ] || { echo "test_fit_gpu failed (rc=$rc): nothing timed"; exit 1; }
+    fit mic60-mlpb .mic 60 $mlp || exit 1
+    echo "-- bench fit on the mlp scene"
+    "$VOXRAY" bench fit "$out/mic60-mlpb" .mic --steps 10 2>&1 | tee "$out/bench_fit.log"
+    ;;
+mic5) fit mic300-mlpb .mic 300 $mlp ;;
+lego5) fit lego300-mlpb .lego 300 $mlp --val-split test ;;
+mic60-sh3) fit mic60-sh3 .mic 60 --sh-degree 3 ;;
+*) echo "fit_mlp_device.sh: unknown step '$step'" >&2; exit 2 ;;
+esac
