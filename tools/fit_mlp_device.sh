@@ -6,9 +6,10 @@
 #   check  test_fit_gpu (quick), mic 60 s with --mlp-kernel batched, `bench fit` on that scene
 #   mic5   mic, 5 minutes, mlp batched        lego5  lego (test split), 5 minutes, mlp batched
 #   mic60-sh3  mic, 60 s, SH degree 3 (the baseline, same lease)
+#   sanitize   compute-sanitizer memcheck and racecheck on test_fit_gpu's mlp tests
 # A failed GPU test stops `check` before anything is timed (a wrong kernel's speed is no news).
 set -u
-step=${1:?usage: tools/fit_mlp_device.sh check|mic5|lego5|mic60-sh3 OUTDIR}
+step=${1:?usage: tools/fit_mlp_device.sh check|mic5|lego5|mic60-sh3|sanitize OUTDIR}
 out=${2:?usage: tools/fit_mlp_device.sh STEP OUTDIR}
 BIN=${BIN:-.dev/bin}
 export VOXRAY=$BIN/voxray
@@ -43,5 +44,15 @@ check)
 mic5) fit mic300-mlpb .mic 300 $mlp ;;
 lego5) fit lego300-mlpb .lego 300 $mlp --val-split test ;;
 mic60-sh3) fit mic60-sh3 .mic 60 --sh-degree 3 ;;
+sanitize)
+    rc=0
+    for tool in memcheck racecheck; do
+        echo "-- compute-sanitizer --tool $tool, test_mlp*"
+        VX_FIT_GPU_QUICK=1 VX_TEST_FILTER='test_mlp*' compute-sanitizer --tool $tool --error-exitcode 3 \
+            "$BIN/test_fit_gpu" > "$out/san_$tool.log" 2>&1 || rc=1
+        tail -8 "$out/san_$tool.log"
+    done
+    exit $rc
+    ;;
 *) echo "fit_mlp_device.sh: unknown step '$step'" >&2; exit 2 ;;
 esac

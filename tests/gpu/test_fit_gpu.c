@@ -5,7 +5,8 @@
  * prune, resample and crop, the validation render, error-driven ray sampling (--error-map),
  * the mlp decoder's ray step (grid and weight gradients, one pass or several) and Adam,
  * and a short training run on both.
- * Needs a GPU: run by `make test-gpu`. VX_FIT_GPU_QUICK=1 runs fewer trials (sanitizers). */
+ * Needs a GPU: run by `make test-gpu`. VX_FIT_GPU_QUICK=1 runs fewer trials (sanitizers);
+ * VX_TEST_FILTER=PATTERN runs only the tests whose names match (cmocka's * and ? wildcards). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -711,5 +712,6 @@ int main(void) {
         cmocka_unit_test(test_mlp_step),
         cmocka_unit_test(test_mlp_sampled_rays),
     };
+    if (getenv("VX_TEST_FILTER")) cmocka_set_test_filter(getenv("VX_TEST_FILTER"));
     return cmocka_run_group_tests(tests, setup, NULL);
 }
