@@ -3,7 +3,8 @@
 # (docs/FIT.md, "Next device call"), written so one call does one step and logs as it goes.
 # Usage: tools/fit_mlp_device.sh STEP OUTDIR   with the binaries of `make dev-bundle` in BIN
 # (default .dev/bin), .deps/lib, and the views in .mic / .lego (carry them). STEP:
-#   check  test_fit_gpu (quick), mic 60 s with --mlp-kernel batched, `bench fit` on that scene
+#   check  test_fit_gpu (quick), mic 60 s with --mlp-kernel batched, `bench fit` and
+#          `bench render` on that scene
 #   mic5   mic, 5 minutes, mlp batched        lego5  lego (test split), 5 minutes, mlp batched
 #   mic60-sh3  mic, 60 s, SH degree 3 (the baseline, same lease)
 #   sanitize   compute-sanitizer memcheck and racecheck on test_fit_gpu's mlp tests
@@ -40,6 +41,9 @@ check)
     fit mic60-mlpb .mic 60 $mlp || exit 1
     echo "-- bench fit on the mlp scene"
     "$VOXRAY" bench fit "$out/mic60-mlpb" .mic --steps 10 2>&1 | tee "$out/bench_fit.log"
+    echo "-- bench render on the mlp scene (the issue's 100 frames/s bar), and its size on disk"
+    "$VOXRAY" bench render "$out/mic60-mlpb" --size 800x800 --size 1920x1080 --stores f32,f16 2>&1 | tee "$out/bench_render.log"
+    du -sh "$out/mic60-mlpb"
     ;;
 mic5) fit mic300-mlpb .mic 300 $mlp ;;
 lego5) fit lego300-mlpb .lego 300 $mlp --val-split test ;;
