@@ -15,12 +15,13 @@ CC := gcc
 endif
 
 # ---- where dependencies come from -------------------------------------------------------
-# DEPS=.deps uses headers and libraries gathered by `make deps-bundle` (device machine).
+# DEPS=.deps uses headers and libraries gathered by `make deps-bundle` (device machine), as
+# system headers (-isystem: their own warnings are not ours).
 DEPS     ?=
 DEPS_CFLAGS  :=
 DEPS_LDFLAGS :=
 ifneq ($(DEPS),)
-DEPS_CFLAGS  := -I$(abspath $(DEPS))/include
+DEPS_CFLAGS  := -isystem $(abspath $(DEPS))/include
 DEPS_LDFLAGS := -L$(abspath $(DEPS))/lib -Wl,-rpath,$(abspath $(DEPS))/lib
 endif
 
