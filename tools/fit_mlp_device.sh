@@ -1,17 +1,21 @@
 #!/bin/bash
 # fit_mlp_device.sh - the device calls that measure the mlp decoder's CUDA training kernels
 # (docs/FIT.md, "Next device call"), written so one call does one step and logs as it goes.
-# Usage: tools/fit_mlp_device.sh STEP OUTDIR   with the binaries of `make dev-bundle` in BIN
-# (default .dev/bin), .deps/lib, and the views in .mic / .lego (carry them). STEP:
+# Usage: tools/fit_mlp_device.sh STEP OUTDIR [fit args]   with the binaries of `make
+# dev-bundle` in BIN (default .dev/bin), .deps/lib, and the views in .mic / .lego (carry
+# them). STEP:
 #   check  test_fit_gpu (quick), mic 60 s with --mlp-kernel batched, `bench fit` and
 #          `bench render` on that scene
 #   mic5   mic, 5 minutes, mlp batched        lego5  lego (test split), 5 minutes, mlp batched
 #   mic60-sh3  mic, 60 s, SH degree 3 (the baseline, same lease)
 #   sanitize   compute-sanitizer memcheck and racecheck on test_fit_gpu's mlp tests
 # A failed GPU test stops `check` before anything is timed (a wrong kernel's speed is no news).
+# Extra fit args (e.g. --batch 131072) go to every fit of the step; the runs are named
+# after the step, so give each variant its own OUTDIR.
 set -u
 step=${1:?usage: tools/fit_mlp_device.sh check|mic5|lego5|mic60-sh3|sanitize OUTDIR}
-out=${2:?usage: tools/fit_mlp_device.sh STEP OUTDIR}
+out=${2:?usage: tools/fit_mlp_device.sh STEP OUTDIR [fit args]}
+shift 2
 BIN=${BIN:-.dev/bin}
 export VOXRAY=$BIN/voxray
 export LD_LIBRARY_PATH=$PWD/.deps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -21,14 +25,17 @@ exec > >(tee -a "$log") 2>&1
 echo "== $step, $(date -u '+%Y-%m-%d %H:%M:%S') UTC, commit $(cat .dev/COMMIT 2>/dev/null || echo '?')"
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader 2>/dev/null
 mlp="--decoder mlp --mlp-kernel batched"
+extra="$*"
 fit() { # NAME DATASET SECONDS ARGS...
     local name=$1 data=$2 secs=$3
     shift 3
     local t0=$(date +%s)
-    sh tools/fit_mic.sh "$data" "$out/$name" --max-seconds "$secs" "$@" > "$out/$name.fit.log" 2>&1
+    echo "-- $name: fit $data, $secs s, $* $extra"
+    sh tools/fit_mic.sh "$data" "$out/$name" --max-seconds "$secs" "$@" $extra > "$out/$name.fit.log" 2>&1
     local rc=$?
     echo "-- $name: rc=$rc, $(( $(date +%s) - t0 )) s wall"
-    grep -E 'held-out|PSNR|worst|stage|rays/s|curve|wrote' "$out/$name.fit.log" | tail -40
+    if [ $rc -eq 0 ]; then grep -E 'held-out|PSNR|worst|stage|rays/s|curve|wrote' "$out/$name.fit.log" | tail -40
+    else tail -5 "$out/$name.fit.log"; fi
     return $rc
 }
 case "$step" in
