@@ -29,10 +29,7 @@ for v in "$@"; do
 done
 mkdir -p "$out" || exit 1
 sum=$out/summary.md
-{
-    echo "| run | args | time curve (held-out dB at) | mean PSNR / SSIM | worst views (elevation, gap to the training cameras) | last stage: lattice, alive, rays/s, GPU memory | written | wall |"
-    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
-} >"$sum"
+sh "$(dirname "$0")/fit_summary.sh" --header >"$sum" || exit 1
 failed=0
 for v in "$@"; do
     name=${v%%=*} args=${v#*=}
@@ -49,18 +46,7 @@ for v in "$@"; do
         echo "| $name | $args | failed (exit $rc): $why | | | | | ${wall} s |" >>"$sum"
         continue
     fi
-    # the summary curve line: "time-to-PSNR:  15 s 31.80 dB  30 s ..." (not the "of training" ones)
-    curve=$(grep '^time-to-PSNR:' "$log" | grep -v 'of training' | tail -n 1 |
-        awk '{ for (i = 2; i + 3 <= NF; i += 4) printf "%s%s s %s", (i > 2 ? ", " : ""), $i, $(i + 2) }')
-    mean=$(awk '$1 == "mean" && NF == 3 { m = $2 " / " $3 } END { print m }' "$log")
-    worst=$(awk '/^fit: held-out views/ { on = 1; next }
-                 on && $1 == "mean" { exit }
-                 on && $1 ~ /\.png$/ && NF == 5 { n = split($1, p, "/"); sub(/\.png$/, "", p[n]); print $2, p[n], $4, $5 }' "$log" |
-        sort -n | head -n 3 | awk '{ printf "%s%s %.1f (%s, %s)", (NR > 1 ? ", " : ""), $2, $1, $3, $4 }')
-    stage=$(grep '^fit: *stage [0-9]' "$log" | tail -n 1 |
-        awk '{ printf "%s, %s, %.2f M%s", $4, $5, $7 / 1e6, ($NF == "GiB" ? ", " $(NF - 1) " GiB" : "") }')
-    wrote=$(sed -n 's/.* x [0-9]*, \([0-9.]* [KMG]*B\))$/\1/p' "$log" | tail -n 1)
-    echo "| $name | $args | ${curve:--} | ${mean:--} | ${worst:--} | ${stage:--} | ${wrote:--} | ${wall} s |" >>"$sum"
+    sh "$(dirname "$0")/fit_summary.sh" "$log" "$name" "$args" "$wall" >>"$sum"
 done
 cat "$sum"
 [ "$failed" -eq 0 ]

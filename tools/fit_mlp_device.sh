@@ -11,12 +11,14 @@
 #   sanitize   compute-sanitizer memcheck and racecheck on test_fit_gpu's mlp tests
 # A failed GPU test stops `check` before anything is timed (a wrong kernel's speed is no news).
 # Extra fit args (e.g. --batch 131072) go to every fit of the step; the runs are named
-# after the step, so give each variant its own OUTDIR.
+# after the step, so give each variant its own OUTDIR. Each fit adds its row (fit_summary.sh,
+# as fit_compare.sh writes them) to OUTDIR/summary.md.
 set -u
 step=${1:?usage: tools/fit_mlp_device.sh check|mic5|lego5|mic60-sh3|sanitize OUTDIR}
 out=${2:?usage: tools/fit_mlp_device.sh STEP OUTDIR [fit args]}
 shift 2
 BIN=${BIN:-.dev/bin}
+here=$(dirname "$0")
 export VOXRAY=$BIN/voxray
 export LD_LIBRARY_PATH=$PWD/.deps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 mkdir -p "$out" || exit 1
@@ -31,12 +33,12 @@ fit() { # NAME DATASET SECONDS ARGS...
     shift 3
     local t0=$(date +%s)
     echo "-- $name: fit $data, $secs s, $* $extra"
-    sh tools/fit_mic.sh "$data" "$out/$name" --max-seconds "$secs" "$@" $extra > "$out/$name.fit.log" 2>&1
+    sh "$here/fit_mic.sh" "$data" "$out/$name" --max-seconds "$secs" "$@" $extra > "$out/$name.fit.log" 2>&1
     local rc=$?
     echo "-- $name: rc=$rc, $(( $(date +%s) - t0 )) s wall"
-    if [ $rc -eq 0 ]; then grep -E 'held-out|PSNR|worst|stage|rays/s|curve|wrote' "$out/$name.fit.log" | tail -40
-    else tail -5 "$out/$name.fit.log"; fi
-    return $rc
+    if [ $rc -ne 0 ]; then tail -5 "$out/$name.fit.log"; return $rc; fi
+    [ -f "$out/summary.md" ] || sh "$here/fit_summary.sh" --header > "$out/summary.md"
+    sh "$here/fit_summary.sh" "$out/$name.fit.log" "$name" "$* $extra" "$(( $(date +%s) - t0 ))" | tee -a "$out/summary.md"
 }
 case "$step" in
 check)
