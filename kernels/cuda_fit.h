@@ -36,9 +36,9 @@ int vx_fit_adam_step_mlp_cuda(vx_fit_device *g, const vx_fit_hparams *h, float l
 /* Tests: hold at most `records` of the mlp ray step's per-sample records (fewer than it
  * allocated), so a batch takes several passes. */
 void vx_fit_set_mlp_records_cuda(vx_fit_device *g, unsigned long long records);
-/* The mlp decoder's ray step: 1 the network inside the ray kernel (fit_mlp.cuh, the
- * default; 0 means it), 2 batched into tiled products over the step's samples
- * (fit_mlp_batch.cuh). */
+/* The mlp decoder's ray step: 1 the network inside the ray kernel (fit_mlp.cuh), 2 batched
+ * into tiled products over the step's samples (fit_mlp_batch.cuh; the default, 0 means it:
+ * 34x the rays/s of 1 on the H100, docs/BENCHMARKS.md). */
 int vx_fit_set_mlp_kernel_cuda(vx_fit_device *g, int kernel);
 /* With vx_fit_profile_cuda on: the batched mlp step's time in its gather, network forward,
  * composite, network backward and scatter kernels (ms, summed since the last call) and the

@@ -363,7 +363,7 @@ extern "C" int vx_fit_model_upload_cuda(vx_fit_device **out, const vx_fit_model 
     g->m.mp.occ_b = 0; /* occupancy is rebuilt on the device by vx_fit_occupancy_build_cuda */
     g->max_batch = max_batch;
     g->version = 2;
-    g->mlp_kernel = 1;
+    g->mlp_kernel = 2; /* batched: 34x the per-ray kernel's rays/s (docs/BENCHMARKS.md, session 14) */
     if (vx__create(g, f, max_batch)) { vx_fit_model_free_cuda(g); return -1; }
     *out = g;
     return 0;
@@ -387,7 +387,7 @@ extern "C" void vx_fit_set_mlp_records_cuda(vx_fit_device *g, unsigned long long
     if (records >= 1 && (!g->mb_cap || records < g->mb_cap)) g->mb_cap = records; /* before the batched arrays exist: their size */
 }
 extern "C" int vx_fit_set_mlp_kernel_cuda(vx_fit_device *g, int kernel) {
-    if (kernel == 0) kernel = 1;
+    if (kernel == 0) kernel = 2; /* the default: batched */
     if (kernel != 1 && kernel != 2) return vx_error("fit: mlp kernel %d (1: per ray, 2: batched)", kernel);
     g->mlp_kernel = kernel;
     return 0;

@@ -33,8 +33,8 @@ typedef struct {
     float sparsity, distortion; /* per-ray regulariser weights (docs/FIT.md "Ray regularisers");
                                  * 0: off, the default until measured */
     int lazy;                   /* sparse Adam: zero-gradient parameters keep value and moments */
-    int mlp_kernel;             /* CUDA, mlp decoder: 0 or 1 the network inside the ray kernel,
-                                 * 2 batched over the step's samples (kernels/cuda_fit.h) */
+    int mlp_kernel;             /* CUDA, mlp decoder: 1 the network inside the ray kernel,
+                                 * 0 or 2 batched over the step's samples (kernels/cuda_fit.h) */
 } vx_fit_hparams;
 
 void vx_fit_hparams_default(vx_fit_hparams *h);
