@@ -9,6 +9,8 @@
 #   mic5   mic, 5 minutes, mlp batched        lego5  lego (test split), 5 minutes, mlp batched
 #   mic60-sh3  mic, 60 s, SH degree 3 (the baseline, same lease)
 #   sanitize   compute-sanitizer memcheck and racecheck on test_fit_gpu's mlp tests
+#   variants   OUTDIR DATASET SECONDS NAME=ARGS...: one fit a variant (ARGS split on spaces,
+#              after the mlp decoder's flags), e.g. `variants out .mic 120 base= tv="--tv-until 1"`
 # A failed GPU test stops `check` before anything is timed (a wrong kernel's speed is no news).
 # Extra fit args (e.g. --batch 131072) go to every fit of the step; the runs are named
 # after the step, so give each variant its own OUTDIR. Each fit adds its row (fit_summary.sh,
@@ -57,6 +59,19 @@ check)
 mic5) fit mic300-mlpb .mic 300 $mlp ;;
 lego5) fit lego300-mlpb .lego 300 $mlp --val-split test ;;
 mic60-sh3) fit mic60-sh3 .mic 60 --sh-degree 3 ;;
+variants)
+    data=${1:?variants: DATASET SECONDS NAME=ARGS...} secs=${2:?variants: SECONDS}
+    shift 2
+    extra="" rc=0
+    for v in "$@"; do
+        case "$v" in *=*) ;; *) echo "fit_mlp_device.sh: variant '$v' is not NAME=ARGS" >&2; exit 2 ;; esac
+    done
+    for v in "$@"; do
+        # shellcheck disable=SC2086 # a variant's ARGS are a word list by design
+        fit "${v%%=*}" "$data" "$secs" $mlp ${v#*=} || rc=1
+    done
+    exit $rc
+    ;;
 sanitize)
     rc=0
     for tool in memcheck racecheck; do
