@@ -360,10 +360,11 @@ dev-bundle:
 	@[ -d .deps/lib ] || $(MAKE) --no-print-directory deps-bundle
 	@$(MAKE) --no-print-directory NO_VIEWER=1 NO_VDB=1 DEPS=.deps BUILD=build-dev \
 	    CUDA_ARCH="-gencode arch=compute_90,code=sm_90" build-dev/voxray build-dev/tests/gpu/test_fit_gpu
-	@mkdir -p .dev/bin
+	@rm -rf .dev && mkdir -p .dev/bin
 	@strip -o .dev/bin/voxray build-dev/voxray && strip -o .dev/bin/test_fit_gpu build-dev/tests/gpu/test_fit_gpu
+	@gzip -9 .dev/bin/voxray .dev/bin/test_fit_gpu
 	@echo "$$(git rev-parse --short HEAD)$$(git diff --quiet HEAD -- src kernels tests Makefile || echo +changes)" > .dev/COMMIT
-	@echo "dev-bundle: .dev/bin/voxray, .dev/bin/test_fit_gpu ($$(du -sh .dev | cut -f1)), built from $$(cat .dev/COMMIT)"
+	@echo "dev-bundle: .dev/bin/voxray.gz, .dev/bin/test_fit_gpu.gz ($$(du -sh .dev | cut -f1): carry .dev; tools/fit_mlp_device.sh unpacks them), built from $$(cat .dev/COMMIT)"
 
 # BUILD=dir: only that folder; by default both build/ and build-san/.
 clean:

@@ -2,8 +2,8 @@
 # fit_mlp_device.sh - the device calls that measure the mlp decoder's CUDA training kernels
 # (docs/FIT.md, "Next device call"), written so one call does one step and logs as it goes.
 # Usage: tools/fit_mlp_device.sh STEP OUTDIR [fit args]   with the binaries of `make
-# dev-bundle` in BIN (default .dev/bin), .deps/lib, and the views in .mic / .lego (carry
-# them). STEP:
+# dev-bundle` in BIN (default .dev/bin; gzipped there, unpacked here), .deps/lib, and the
+# views in .mic / .lego (carry them). STEP:
 #   check  test_fit_gpu (quick), mic 60 s with --mlp-kernel batched, `bench fit` and
 #          `bench render` on that scene
 #   mic5   mic, 5 minutes, mlp batched        lego5  lego (test split), 5 minutes, mlp batched
@@ -21,6 +21,11 @@ out=${2:?usage: tools/fit_mlp_device.sh STEP OUTDIR [fit args]}
 shift 2
 BIN=${BIN:-.dev/bin}
 here=$(dirname "$0")
+for f in voxray test_fit_gpu; do # make dev-bundle gzips them (7 MB instead of 28 in the carry)
+    if [ -f "$BIN/$f.gz" ] && [ ! -x "$BIN/$f" ]; then
+        gunzip -c "$BIN/$f.gz" > "$BIN/$f.tmp" && chmod +x "$BIN/$f.tmp" && mv "$BIN/$f.tmp" "$BIN/$f" || exit 1
+    fi
+done
 export VOXRAY=$BIN/voxray
 export LD_LIBRARY_PATH=$PWD/.deps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 mkdir -p "$out" || exit 1
