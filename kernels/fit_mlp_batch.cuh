@@ -10,6 +10,7 @@
 #define VX_FIT_MLP_BATCH_CUH
 
 #include "fit_mlp.cuh"
+#include "mlp_tile.cuh"
 
 /* A step's per-sample arrays (capacity cap samples): x the network input (32 floats: 15
  * features, 16 direction terms, 0), reused by the backward for dL/d(raw) (draw[0] density,
@@ -23,30 +24,6 @@ typedef struct {
     unsigned long long *ray_start;
     int *ray_n;
 } vx_fit_mlp_batch;
-
-#define VX_MLPB_TILE 64   /* samples a tile */
-#define VX_MLPB_THREADS 256
-#define VX_MLPB_XS 36     /* shared row strides (floats): 16-byte rows, 4 banks apart */
-#define VX_MLPB_HS 68
-
-/* Shared memory of the network kernels: weights as [out][in] rows, then the tile. */
-#define VX_MLPB_W0 0                                              /* [64][36] */
-#define VX_MLPB_B0 (VX_MLPB_W0 + VX_MLP_WIDTH * VX_MLPB_XS)       /* [64] */
-#define VX_MLPB_W1 (VX_MLPB_B0 + VX_MLP_WIDTH)                    /* [64][68] */
-#define VX_MLPB_B1 (VX_MLPB_W1 + VX_MLP_WIDTH * VX_MLPB_HS)       /* [64] */
-#define VX_MLPB_W2 (VX_MLPB_B1 + VX_MLP_WIDTH)                    /* [3][68] */
-#define VX_MLPB_B2 (VX_MLPB_W2 + 3 * VX_MLPB_HS)                  /* [4] */
-#define VX_MLPB_X (VX_MLPB_B2 + 4)                                /* tile input [64][36] */
-#define VX_MLPB_H1 (VX_MLPB_X + VX_MLPB_TILE * VX_MLPB_XS)        /* [64][68] */
-#define VX_MLPB_H2 (VX_MLPB_H1 + VX_MLPB_TILE * VX_MLPB_HS)       /* [64][68] */
-#define VX_MLPB_DO (VX_MLPB_H2 + VX_MLPB_TILE * VX_MLPB_HS)       /* [64][4] */
-#define VX_MLPB_FLOATS (VX_MLPB_DO + VX_MLPB_TILE * 4)
-#define VX_MLPB_SMEM ((size_t)VX_MLPB_FLOATS * sizeof(float))
-
-/* The dynamic shared memory (tests/emu/cuda_emu.h gives it a host form). */
-#ifndef VX_DYN_SHARED
-#define VX_DYN_SHARED(T, name) extern __shared__ T name[]
-#endif
 
 /* The ray of list entry t (vx_fit_src_ray): its index r. */
 __device__ __forceinline__ int vx_fit_mlpb_ray(const vx_fit_ray_src *src, const int *list, int t, vx_vec3 *o,
@@ -149,110 +126,11 @@ vx_fit_mlpb_gather_kernel(vx_march_params mp, vx_fit_index L, const float *__res
     vx_march_run(&mp, occ, o, d, 0.0f, &wr);
 }
 
-/* The weights (packed, global) into shared memory as [out][in] rows. */
-template <int LAYERS> __device__ __forceinline__ void vx_fit_mlpb_load_weights(const float *__restrict__ w, float *sm) {
-    const int W = VX_MLP_WIDTH;
-    for (int k = threadIdx.x; k < W * VX_MLPB_XS; k += blockDim.x) {
-        int o = k / VX_MLPB_XS, i = k % VX_MLPB_XS;
-        sm[VX_MLPB_W0 + k] = i < VX_MLP_IN ? w[i * W + o] : 0.0f;
-    }
-    for (int k = threadIdx.x; k < W; k += blockDim.x) sm[VX_MLPB_B0 + k] = w[VX_MLP_B0 + k];
-    if (LAYERS == 2) {
-        for (int k = threadIdx.x; k < W * VX_MLPB_HS; k += blockDim.x) {
-            int o = k / VX_MLPB_HS, i = k % VX_MLPB_HS;
-            sm[VX_MLPB_W1 + k] = i < W ? w[VX_MLP_L1 + o * W + i] : 0.0f;
-        }
-        for (int k = threadIdx.x; k < W; k += blockDim.x) sm[VX_MLPB_B1 + k] = w[VX_MLP_L1 + W * W + k];
-    }
-    const float *w2 = w + vx_mlp_out_offset(LAYERS);
-    for (int k = threadIdx.x; k < 3 * VX_MLPB_HS; k += blockDim.x) {
-        int c = k / VX_MLPB_HS, i = k % VX_MLPB_HS;
-        sm[VX_MLPB_W2 + k] = i < W ? w2[c * W + i] : 0.0f;
-    }
-    if (threadIdx.x < 4) sm[VX_MLPB_B2 + threadIdx.x] = threadIdx.x < 3 ? w2[3 * W + threadIdx.x] : 0.0f;
-}
-
-/* Rows [s0, s0 + 64) of x (32 floats each) into the tile, zeros past s_end. */
-__device__ __forceinline__ void vx_fit_mlpb_load_x(const float *__restrict__ x, unsigned long long s0,
-                                                   unsigned long long s_end, float *sx) {
-    for (int k = threadIdx.x; k < VX_MLPB_TILE * 8; k += blockDim.x) {
-        int s = k >> 3, q = k & 7;
-        float4 v = s0 + s < s_end ? __ldg((const float4 *)(x + (s0 + s) * 32) + q) : make_float4(0, 0, 0, 0);
-        *(float4 *)(sx + s * VX_MLPB_XS + 4 * q) = v;
-    }
-}
-
-/* out[s][n] = relu(b[n] + sum_k in[s][k] W[n][k]) for the tile's 64 samples and 64 units:
- * thread (tx, ty) = (t % 16, t / 16) computes samples ty + 16 i and units tx + 16 j. */
-template <int K, int IS>
-__device__ __forceinline__ void vx_fit_mlpb_linear(const float *in, const float *Wt, const float *b, float *out) {
-    const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
-    float acc[4][4];
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-        float bj = b[tx + 16 * j];
-#pragma unroll
-        for (int i = 0; i < 4; i++) acc[i][j] = bj;
-    }
-#pragma unroll 4
-    for (int k = 0; k < K; k += 4) {
-        float4 a[4], w[4];
-#pragma unroll
-        for (int i = 0; i < 4; i++) a[i] = *(const float4 *)(in + (ty + 16 * i) * IS + k);
-#pragma unroll
-        for (int j = 0; j < 4; j++) w[j] = *(const float4 *)(Wt + (tx + 16 * j) * (K == 32 ? VX_MLPB_XS : VX_MLPB_HS) + k);
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                acc[i][j] = fmaf(a[i].x, w[j].x, acc[i][j]);
-                acc[i][j] = fmaf(a[i].y, w[j].y, acc[i][j]);
-                acc[i][j] = fmaf(a[i].z, w[j].z, acc[i][j]);
-                acc[i][j] = fmaf(a[i].w, w[j].w, acc[i][j]);
-            }
-    }
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-#pragma unroll
-        for (int j = 0; j < 4; j++) out[(ty + 16 * i) * VX_MLPB_HS + tx + 16 * j] = vx_maxf(acc[i][j], 0.0f);
-}
-
-/* The hidden layers of the tile in sm (input at VX_MLPB_X): h1, and h2 with 2 layers. */
-template <int LAYERS> __device__ __forceinline__ void vx_fit_mlpb_hidden(float *sm) {
-    vx_fit_mlpb_linear<32, VX_MLPB_XS>(sm + VX_MLPB_X, sm + VX_MLPB_W0, sm + VX_MLPB_B0, sm + VX_MLPB_H1);
-    if (LAYERS == 2) {
-        __syncthreads();
-        vx_fit_mlpb_linear<VX_MLP_WIDTH, VX_MLPB_HS>(sm + VX_MLPB_H1, sm + VX_MLPB_W1, sm + VX_MLPB_B1,
-                                                     sm + VX_MLPB_H2);
-    }
-    __syncthreads();
-}
-
-/* Network forward over samples [0, S): rgb = sigmoid(out). Persistent blocks (the weights
- * are loaded once a block), 64 samples a tile. */
+/* Network forward over samples [0, S): rgb = sigmoid(out) (mlp_tile.cuh). */
 template <int LAYERS>
 __global__ void __launch_bounds__(VX_MLPB_THREADS)
 vx_fit_mlpb_forward_kernel(const float *__restrict__ w, vx_fit_mlp_batch B, unsigned long long S) {
-    VX_DYN_SHARED(float4, vx_mlpb_smem4);
-    float *sm = (float *)vx_mlpb_smem4;
-    vx_fit_mlpb_load_weights<LAYERS>(w, sm);
-    const float *hl = sm + (LAYERS == 2 ? VX_MLPB_H2 : VX_MLPB_H1);
-    unsigned long long tiles = (S + VX_MLPB_TILE - 1) / VX_MLPB_TILE;
-    for (unsigned long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        unsigned long long s0 = tile * VX_MLPB_TILE;
-        __syncthreads(); /* the weights, or the last tile's readers */
-        vx_fit_mlpb_load_x(B.x, s0, S, sm + VX_MLPB_X);
-        __syncthreads();
-        vx_fit_mlpb_hidden<LAYERS>(sm);
-        if (threadIdx.x < VX_MLPB_TILE * 3) {
-            int s = threadIdx.x / 3, c = threadIdx.x % 3;
-            float a = sm[VX_MLPB_B2 + c];
-            const float *h = hl + s * VX_MLPB_HS, *w2 = sm + VX_MLPB_W2 + c * VX_MLPB_HS;
-#pragma unroll 8
-            for (int o = 0; o < VX_MLP_WIDTH; o++) a = fmaf(w2[o], h[o], a);
-            if (s0 + s < S) ((float *)(B.rgb + s0 + s))[c] = vx_sigmoidf(a);
-        }
-    }
+    vx_mlpt_forward<LAYERS>(w, B.x, B.rgb, S);
 }
 
 /* Composite each ray of the pass from its samples in order (vx_composite_step, as the
@@ -312,7 +190,7 @@ vx_fit_mlpb_backward_kernel(const float *__restrict__ w, vx_fit_mlp_batch B, uns
     VX_DYN_SHARED(float4, vx_mlpb_smem4);
     float *sm = (float *)vx_mlpb_smem4;
     const int W = VX_MLP_WIDTH, t = threadIdx.x, tx = t & 15, ty = t >> 4;
-    vx_fit_mlpb_load_weights<LAYERS>(w, sm);
+    vx_mlpt_load_weights<LAYERS>(w, sm);
     float *sx = sm + VX_MLPB_X, *h1 = sm + VX_MLPB_H1, *h2 = sm + VX_MLPB_H2, *sdo = sm + VX_MLPB_DO;
     float *hl = LAYERS == 2 ? h2 : h1;
     float *sdf = h2; /* [64][16] dL/d(raw) rows, once h2 (or d2) is no longer read */
@@ -331,13 +209,13 @@ vx_fit_mlpb_backward_kernel(const float *__restrict__ w, vx_fit_mlp_batch B, uns
     for (unsigned long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         unsigned long long s0 = tile * VX_MLPB_TILE;
         __syncthreads(); /* the weights, or the last tile's readers of sdf */
-        vx_fit_mlpb_load_x(B.x, s0, S, sx);
+        vx_mlpt_load_x(B.x, s0, S, sx);
         if (t < VX_MLPB_TILE) {
             float4 v = s0 + t < S ? B.dout[s0 + t] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             *(float4 *)(sdo + 4 * t) = v;
         }
         __syncthreads();
-        vx_fit_mlpb_hidden<LAYERS>(sm);
+        vx_mlpt_hidden<LAYERS>(sm);
         /* dW2 and b2 (the last hidden layer is read before it becomes its delta) */
         if (t < 3 * W) {
             int c = t / W, o = t % W;
