@@ -16,6 +16,7 @@
 #include "cuda_device.h"
 #include "cuda_render.h"
 #include "load.cuh"
+#include "mlp_tile.cuh"
 #include "sparse_apron.h"
 
 struct vx_cuda_volume {
@@ -32,8 +33,20 @@ struct vx_cuda_volume {
     size_t occ_count;
     float *d_rgb, *d_alpha, *d_depth;
     size_t npix_cap;
-    unsigned long long *d_counters; /* samples, rays that sampled the volume */
+    unsigned long long *d_counters; /* samples, rays that sampled the volume; deferred mlp: samples kept */
     vx_cuda_timer *timer;
+    /* the mlp decoder's deferred colour (vx_volume_set_mlp_deferred_cuda): each pixel's first
+     * kept sample and count, the samples' network inputs, weights and colours, the weights */
+    int mlp_deferred;
+    unsigned long long *d_px_start;
+    int *d_px_n;
+    size_t px_cap;
+    float *d_mx, *d_mw;
+    float4 *d_mrgb;
+    unsigned long long ms_cap;
+    float *d_mlp;
+    unsigned d_mlp_gen;
+    int mlp_blocks[2];        /* persistent blocks of the network kernel, 1 and 2 layers (0: not set up) */
     float h_mlp[VX_MLP_MAX_WEIGHTS]; /* mlp decoder: the packed weights, copied at upload/update */
     unsigned mlp_gen;         /* which copy: constant memory is reloaded when another is there */
 };
@@ -227,6 +240,177 @@ vx_render_kernel(const __grid_constant__ vx_march_params m, const __grid_constan
 }
 
 // ----------------------------------------------------------------------------------------
+// the mlp decoder's deferred colour: a sample's weight T alpha, the stop, depth and opacity
+// follow from density alone, so the march needs no colour. One march counts each pixel's
+// composited samples (and writes everything but their colour), a second keeps their
+// network inputs and weights, the network runs over all of them as tiled products
+// (mlp_tile.cuh: every lane busy, where the fused kernel runs it in the few lanes of a warp
+// whose ray has density), and each pixel adds its samples' weighted colours in march order:
+// the CPU's sum, term for term.
+
+template <class S, bool WRITE, bool P> struct vx_mlpd_op {
+    static constexpr bool pieces = P;
+    const vx_march_params *m;
+    S store;
+    vx_brick_cache cache;
+    vx_vec3 dir;
+    float raw[VX_MLP_CHANNELS];
+    int n;                        /* samples counted (count pass) or written (write pass) */
+    int cap;                      /* write pass: the count pass's n, never exceeded */
+    unsigned long long at;        /* write pass: the pixel's first sample */
+    float *x, *w;
+
+    static __device__ __forceinline__ float sample(void *op, const vx_sample *s, vx_vec3 d, float *rgb) {
+        constexpr int NC = VX_MLP_CHANNELS;
+        vx_mlpd_op *r = (vx_mlpd_op *)op;
+        const vx_march_params *m = r->m;
+        (void)d;
+        rgb[0] = rgb[1] = rgb[2] = 0.0f;
+        vx_cell c;
+        float v[8][NC], d0;
+        const typename S::elem *cp[8];
+        vx_trilinear_cell(m->nx, m->ny, m->nz, s->p, &c);
+        r->store.template corners<NC>(c, cp, r->cache);
+        const float *vp[8] = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
+#pragma unroll
+        for (int k = 0; k < 8; k++) vx_load_point<1>(cp[k], v[k]);
+        vx_cell_blend(&c, vp, 1, &d0);
+        float sigma = vx_density_activate(m->dec.density_act, d0) * m->dec.density_scale;
+        if (!(sigma > 0.0f)) return 0.0f;
+        if constexpr (WRITE) {
+#pragma unroll
+            for (int k = 0; k < 8; k++) vx_load_point<NC>(cp[k], v[k]);
+            vx_cell_blend(&c, vp, NC, r->raw);
+        }
+        return sigma;
+    }
+    static __device__ __forceinline__ void visit(void *op, const vx_composite *, const vx_sample *, const float *,
+                                                 float wk) {
+        vx_mlpd_op *r = (vx_mlpd_op *)op;
+        if constexpr (!WRITE) {
+            r->n++;
+        } else if (r->n < r->cap) {
+            unsigned long long s = r->at + (unsigned long long)r->n++;
+            float x[VX_MLP_IN + 1];
+            vx_mlp_input(r->raw, r->dir, x);
+            x[VX_MLP_IN] = 0.0f;
+            float4 *dst = (float4 *)(r->x + s * 32);
+#pragma unroll
+            for (int q = 0; q < 8; q++) dst[q] = make_float4(x[4 * q], x[4 * q + 1], x[4 * q + 2], x[4 * q + 3]);
+            r->w[s] = wk;
+        }
+    }
+};
+
+/* Count pass: the fused kernel's outputs with colour 0 (so rgb holds T bg), each pixel's
+ * composited samples and their place: a warp reserves its pixels' samples with one atomic
+ * (counters[2] ends up the frame's total). */
+template <class S, bool P>
+__global__ void __launch_bounds__(128)
+vx_mlpd_count_kernel(const __grid_constant__ vx_march_params m, const __grid_constant__ vx_camera cam, const S store,
+                     const unsigned char *__restrict__ occ, float *__restrict__ out_rgb, float *__restrict__ out_alpha,
+                     float *__restrict__ out_depth, unsigned long long *__restrict__ counters,
+                     unsigned long long *__restrict__ px_start, int *__restrict__ px_n) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
+    int inside = j < cam.width && i < cam.height;
+    unsigned samples = 0, hit = 0, kept = 0;
+    size_t px = (size_t)i * cam.width + j;
+    if (inside) {
+        vx_vec3 o, d;
+        vx_camera_ray(&cam, (float)j + 0.5f, (float)i + 0.5f, &o, &d);
+        vx_mlpd_op<S, false, P> op;
+        op.m = &m; op.store = store; op.cache.key = ~0u; op.cache.slot = 0; op.n = 0;
+        float u = vx_pixel_jitter(m.jitter_seed, (unsigned long long)i * cam.width + j);
+        vx_ray_result r = vx_march_run(&m, occ, o, d, u, &op);
+        samples = (unsigned)r.samples;
+        hit = r.samples > 0 || r.trans < 1.0f;
+        kept = (unsigned)op.n;
+        for (int c = 0; c < 3; c++) out_rgb[px * 3 + c] = r.rgb[c];
+        out_alpha[px] = 1.0f - r.trans;
+        if (out_depth) out_depth[px] = r.depth;
+    }
+    unsigned lane = (threadIdx.y * blockDim.x + threadIdx.x) & 31, incl = kept;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        unsigned y = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= (unsigned)o) incl += y;
+    }
+    unsigned long long base = 0;
+    if (lane == 31 && incl) base = atomicAdd(counters + 2, (unsigned long long)incl);
+    base = __shfl_sync(0xffffffffu, base, 31);
+    if (inside) {
+        px_start[px] = base + (incl - kept);
+        px_n[px] = (int)kept;
+    }
+#if __CUDA_ARCH__ >= 800
+    unsigned s = __reduce_add_sync(0xffffffffu, samples);
+    unsigned h = __reduce_add_sync(0xffffffffu, hit);
+#else
+    unsigned s = samples, h = hit;
+    for (int o = 16; o; o >>= 1) {
+        s += __shfl_xor_sync(0xffffffffu, s, o);
+        h += __shfl_xor_sync(0xffffffffu, h, o);
+    }
+#endif
+    if (lane == 0) {
+        if (s) atomicAdd(counters, (unsigned long long)s);
+        if (h) atomicAdd(counters + 1, (unsigned long long)h);
+    }
+}
+
+/* Write pass: the same march (same jitter), keeping each composited sample's network
+ * input and weight at the pixel's place; it never writes more than the count pass
+ * reserved and says how many it wrote. */
+template <class S, bool P>
+__global__ void __launch_bounds__(128)
+vx_mlpd_write_kernel(const __grid_constant__ vx_march_params m, const __grid_constant__ vx_camera cam, const S store,
+                     const unsigned char *__restrict__ occ, const unsigned long long *__restrict__ px_start,
+                     int *__restrict__ px_n, float *__restrict__ x, float *__restrict__ w) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (j >= cam.width || i >= cam.height) return;
+    size_t px = (size_t)i * cam.width + j;
+    int cap = px_n[px];
+    if (!cap) return;
+    vx_vec3 o, d;
+    vx_camera_ray(&cam, (float)j + 0.5f, (float)i + 0.5f, &o, &d);
+    vx_mlpd_op<S, true, P> op;
+    op.m = &m; op.store = store; op.cache.key = ~0u; op.cache.slot = 0; op.dir = d;
+    op.n = 0; op.cap = cap; op.at = px_start[px]; op.x = x; op.w = w;
+    float u = vx_pixel_jitter(m.jitter_seed, (unsigned long long)i * cam.width + j);
+    vx_march_run(&m, occ, o, d, u, &op);
+    if (op.n < cap) px_n[px] = op.n;
+}
+
+/* The network over the frame's kept samples. */
+template <int LAYERS>
+__global__ void __launch_bounds__(VX_MLPB_THREADS)
+vx_mlpd_network_kernel(const float *__restrict__ wts, const float *__restrict__ x, float4 *rgb, unsigned long long S) {
+    vx_mlpt_forward<LAYERS>(wts, x, rgb, S);
+}
+
+/* Each pixel: its samples' weighted colours in march order, added to T bg. */
+__global__ void __launch_bounds__(256)
+vx_mlpd_resolve_kernel(size_t npix, const unsigned long long *__restrict__ px_start, const int *__restrict__ px_n,
+                       const float *__restrict__ w, const float4 *__restrict__ rgb, float *__restrict__ out_rgb) {
+    size_t px = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (px >= npix) return;
+    int n = px_n[px];
+    if (!n) return;
+    unsigned long long s0 = px_start[px];
+    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f;
+    for (int k = 0; k < n; k++) {
+        float wk = w[s0 + k];
+        float4 q = rgb[s0 + k];
+        a0 += wk * q.x;
+        a1 += wk * q.y;
+        a2 += wk * q.z;
+    }
+    out_rgb[px * 3] = a0 + out_rgb[px * 3];
+    out_rgb[px * 3 + 1] = a1 + out_rgb[px * 3 + 1];
+    out_rgb[px * 3 + 2] = a2 + out_rgb[px * 3 + 2];
+}
+
+// ----------------------------------------------------------------------------------------
 // launch
 
 /* 8 x 8 pixels a block (a warp is an 8 x 4 tile): measured best of 16x8, 8x8, 8x16,
@@ -234,8 +418,105 @@ vx_render_kernel(const __grid_constant__ vx_march_params m, const __grid_constan
 #define VX_BLOCK_X 8
 #define VX_BLOCK_Y 8
 
+/* The deferred mlp colour's device arrays: per pixel (grow only), and per kept sample
+ * (grown to the frame's count with a quarter to spare), and the weights' global copy
+ * (the network kernel reads them into shared memory; constant memory is for the fused
+ * kernel's uniform reads). */
+static int vx__mlpd_pixels(vx_cuda_volume *cv, size_t npix) {
+    if (npix <= cv->px_cap) return 0;
+    vx_cuda_free(cv->d_px_start);
+    vx_cuda_free(cv->d_px_n);
+    cv->d_px_start = NULL;
+    cv->d_px_n = NULL;
+    cv->px_cap = 0;
+    if (vx_cuda_alloc((void **)&cv->d_px_start, npix * sizeof(unsigned long long), "deferred mlp: pixel starts") ||
+        vx_cuda_alloc((void **)&cv->d_px_n, npix * sizeof(int), "deferred mlp: pixel counts"))
+        return -1;
+    cv->px_cap = npix;
+    return 0;
+}
+static int vx__mlpd_samples(vx_cuda_volume *cv, unsigned long long S) {
+    if (S <= cv->ms_cap) return 0;
+    vx_cuda_free(cv->d_mx);
+    vx_cuda_free(cv->d_mw);
+    vx_cuda_free(cv->d_mrgb);
+    cv->d_mx = cv->d_mw = NULL;
+    cv->d_mrgb = NULL;
+    cv->ms_cap = 0;
+    unsigned long long cap = S + S / 4;
+    if (vx_cuda_alloc((void **)&cv->d_mx, cap * 32 * sizeof(float), "deferred mlp: sample inputs") ||
+        vx_cuda_alloc((void **)&cv->d_mw, cap * sizeof(float), "deferred mlp: sample weights") ||
+        vx_cuda_alloc((void **)&cv->d_mrgb, cap * sizeof(float4), "deferred mlp: sample colours"))
+        return -1;
+    cv->ms_cap = cap;
+    return 0;
+}
+static int vx__mlpd_weights(vx_cuda_volume *cv, int layers) {
+    if (!cv->d_mlp && vx_cuda_alloc((void **)&cv->d_mlp, VX_MLP_MAX_WEIGHTS * sizeof(float), "deferred mlp: weights"))
+        return -1;
+    if (cv->d_mlp_gen != cv->mlp_gen) {
+        if (vx_cuda_upload(cv->d_mlp, cv->h_mlp, (size_t)vx_mlp_weight_count(layers) * sizeof(float))) return -1;
+        cv->d_mlp_gen = cv->mlp_gen;
+    }
+    if (!cv->mlp_blocks[layers - 1]) {
+        int dev = 0, sms = 0, k = 0, smem = (int)VX_MLPB_SMEM;
+        VX_CUDA_CHECK(cudaGetDevice(&dev));
+        VX_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+        if (layers == 1) {
+            VX_CUDA_CHECK(cudaFuncSetAttribute(vx_mlpd_network_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+            VX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&k, vx_mlpd_network_kernel<1>, VX_MLPB_THREADS, VX_MLPB_SMEM));
+        } else {
+            VX_CUDA_CHECK(cudaFuncSetAttribute(vx_mlpd_network_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+            VX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&k, vx_mlpd_network_kernel<2>, VX_MLPB_THREADS, VX_MLPB_SMEM));
+        }
+        if (k < 1) return vx_error("cuda render: the mlp network kernel does not fit an SM (%zu B of shared memory)", VX_MLPB_SMEM);
+        cv->mlp_blocks[layers - 1] = k * sms;
+    }
+    return 0;
+}
+
+/* The deferred mlp colour: count, (grow), write, network, resolve. One host wait, for the
+ * frame's sample count. */
 template <class S>
-static int vx__launch_render(const vx_cuda_volume *cv, const S &store, const vx_camera *c, float *depth) {
+static int vx__launch_mlpd(vx_cuda_volume *cv, const S &store, const vx_camera *c, float *depth) {
+    const vx_march_params &m = cv->mp;
+    int layers = vx_decoder_mlp_layers(&m.dec);
+    size_t npix = (size_t)c->width * c->height;
+    if (layers < 1 || layers > 2) return vx_error("cuda render: mlp decoder with %d hidden layers (1 or 2)", layers);
+    if (vx__mlpd_pixels(cv, npix) || vx__mlpd_weights(cv, layers)) return -1;
+    dim3 threads(VX_BLOCK_X, VX_BLOCK_Y);
+    dim3 blocks(vx_ceil_div(c->width, VX_BLOCK_X), vx_ceil_div(c->height, VX_BLOCK_Y));
+    if (m.own)
+        vx_mlpd_count_kernel<S, true><<<blocks, threads>>>(m, *c, store, cv->d_occ, cv->d_rgb, cv->d_alpha, depth,
+                                                          cv->d_counters, cv->d_px_start, cv->d_px_n);
+    else
+        vx_mlpd_count_kernel<S, false><<<blocks, threads>>>(m, *c, store, cv->d_occ, cv->d_rgb, cv->d_alpha, depth,
+                                                           cv->d_counters, cv->d_px_start, cv->d_px_n);
+    VX_LAUNCH_CHECK("vx_mlpd_count_kernel");
+    unsigned long long kept = 0;
+    if (vx_cuda_download(&kept, cv->d_counters + 2, sizeof kept)) return -1;
+    if (!kept) return 0;
+    if (vx__mlpd_samples(cv, kept)) return -1;
+    if (m.own)
+        vx_mlpd_write_kernel<S, true><<<blocks, threads>>>(m, *c, store, cv->d_occ, cv->d_px_start, cv->d_px_n,
+                                                          cv->d_mx, cv->d_mw);
+    else
+        vx_mlpd_write_kernel<S, false><<<blocks, threads>>>(m, *c, store, cv->d_occ, cv->d_px_start, cv->d_px_n,
+                                                           cv->d_mx, cv->d_mw);
+    VX_LAUNCH_CHECK("vx_mlpd_write_kernel");
+    unsigned long long tiles = (kept + VX_MLPB_TILE - 1) / VX_MLPB_TILE;
+    unsigned nb = (unsigned)(tiles < (unsigned long long)cv->mlp_blocks[layers - 1] ? tiles : cv->mlp_blocks[layers - 1]);
+    if (layers == 1) vx_mlpd_network_kernel<1><<<nb, VX_MLPB_THREADS, VX_MLPB_SMEM>>>(cv->d_mlp, cv->d_mx, cv->d_mrgb, kept);
+    else vx_mlpd_network_kernel<2><<<nb, VX_MLPB_THREADS, VX_MLPB_SMEM>>>(cv->d_mlp, cv->d_mx, cv->d_mrgb, kept);
+    VX_LAUNCH_CHECK("vx_mlpd_network_kernel");
+    vx_mlpd_resolve_kernel<<<(unsigned)vx_ceil_div(npix, 256), 256>>>(npix, cv->d_px_start, cv->d_px_n, cv->d_mw,
+                                                                       cv->d_mrgb, cv->d_rgb);
+    VX_LAUNCH_CHECK("vx_mlpd_resolve_kernel");
+    return 0;
+}
+
+template <class S>
+static int vx__launch_render(vx_cuda_volume *cv, const S &store, const vx_camera *c, float *depth) {
     dim3 threads(VX_BLOCK_X, VX_BLOCK_Y);
     dim3 blocks(vx_ceil_div(c->width, VX_BLOCK_X), vx_ceil_div(c->height, VX_BLOCK_Y));
     const vx_march_params &m = cv->mp;
@@ -262,6 +543,7 @@ static int vx__launch_render(const vx_cuda_volume *cv, const S &store, const vx_
         }
         break;
     case VX_DEC_MLP:
+        if (cv->mlp_deferred) return vx__launch_mlpd(cv, store, c, depth);
         if (vx__mlp_bind(cv)) return -1;
         if (vx_decoder_mlp_layers(&m.dec) == 1) VX_GO(VX_DEC_MLP, 1);
         else if (vx_decoder_mlp_layers(&m.dec) == 2) VX_GO(VX_DEC_MLP, 2);
@@ -275,7 +557,7 @@ static int vx__launch_render(const vx_cuda_volume *cv, const S &store, const vx_
 }
 
 /* The store of the uploaded grid, typed. */
-template <typename T> static int vx__launch_typed(const vx_cuda_volume *cv, const vx_camera *c, float *depth) {
+template <typename T> static int vx__launch_typed(vx_cuda_volume *cv, const vx_camera *c, float *depth) {
     const vx_march_params &m = cv->mp;
     if (cv->sparse) {
         if (vx_decoder_channels(&m.dec) != cv->apron_nc)
@@ -409,7 +691,7 @@ extern "C" int vx_volume_upload_cuda(vx_cuda_volume **out, const vx_volume *v, c
         vx_decoder_set_mlp(&cv->mp.dec, vx_decoder_mlp_layers(&cv->mp.dec), NULL);
     cv->half = half;
     if (vx__mlp_take(cv, &v->mp.dec) || vx__upload_grid(cv, g) ||
-        vx_cuda_alloc((void **)&cv->d_counters, 2 * sizeof(unsigned long long), "frame counters") ||
+        vx_cuda_alloc((void **)&cv->d_counters, 3 * sizeof(unsigned long long), "frame counters") ||
         vx_cuda_timer_create(&cv->timer) || vx__occ_update(cv, v) || vx_cuda_sync()) {
         vx_volume_free_cuda(cv);
         return -1;
@@ -456,7 +738,7 @@ static int vx__render(vx_cuda_volume *cv, const vx_camera *c, int want_depth, fl
         return vx_error("cuda render: frame size %d x %d is not valid", c->width, c->height);
     if (vx__frame_buffers(cv, c->width, c->height)) return -1;
     float *depth = want_depth ? cv->d_depth : NULL, t;
-    if (vx_cuda_zero(cv->d_counters, 2 * sizeof(unsigned long long)) || vx_cuda_timer_start(cv->timer)) return -1;
+    if (vx_cuda_zero(cv->d_counters, 3 * sizeof(unsigned long long)) || vx_cuda_timer_start(cv->timer)) return -1;
     if (cv->half ? vx__launch_typed<__half>(cv, c, depth) : vx__launch_typed<float>(cv, c, depth)) return -1;
     if (vx_cuda_timer_stop(cv->timer, &t)) return -1;
     if (ms) *ms = t;
@@ -498,6 +780,8 @@ extern "C" int vx_volume_occupancy_cuda(const vx_cuda_volume *cv, unsigned char 
 
 extern "C" size_t vx_volume_bytes_cuda(const vx_cuda_volume *cv) { return cv->grid_bytes; }
 
+extern "C" void vx_volume_set_mlp_deferred_cuda(vx_cuda_volume *cv, int on) { cv->mlp_deferred = on != 0; }
+
 extern "C" void vx_volume_free_cuda(vx_cuda_volume *cv) {
     if (!cv) return;
     vx_cuda_free(cv->d_grid);
@@ -507,6 +791,12 @@ extern "C" void vx_volume_free_cuda(vx_cuda_volume *cv) {
     vx_cuda_free(cv->d_depth);
     vx_cuda_free(cv->d_counters);
     vx_cuda_free(cv->d_table);
+    vx_cuda_free(cv->d_px_start);
+    vx_cuda_free(cv->d_px_n);
+    vx_cuda_free(cv->d_mx);
+    vx_cuda_free(cv->d_mw);
+    vx_cuda_free(cv->d_mrgb);
+    vx_cuda_free(cv->d_mlp);
     vx_cuda_timer_destroy(cv->timer);
     free(cv);
 }

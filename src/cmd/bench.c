@@ -29,7 +29,9 @@ static void vx__bench_help(void) {
            "(--size may repeat; default 800x800), samples per second and per ray that met\n"
            "the volume; the CUDA time is the kernel alone (events), 'e2e' adds the copy back.\n"
            "--stores f32,f16 times each device storage in turn from one load of the scene\n"
-           "(default: f32, or f16 with --half; the CPU renders float32 only).\n\n%s",
+           "(default: f32, or f16 with --half; the CPU renders float32 only). On CUDA a scene\n"
+           "of the mlp decoder is timed twice: the network in the marching thread, then\n"
+           "deferred (row 'NAME dfr': batched over the frame's composited samples).\n\n%s",
            vx_cli_common_help());
 }
 
@@ -43,6 +45,7 @@ typedef struct {
 #ifdef VX_HAVE_CUDA
     vx_volume v;       /* CUDA */
     vx_cuda_volume *cv;
+    int deferred;      /* mlp decoder: colour deferred (vx_volume_set_mlp_deferred_cuda) */
 #endif
 } vx__bench_target;
 
@@ -76,6 +79,15 @@ static void vx__bench_close(vx__bench_target *t) {
     vx_renderer_destroy(t->r);
 }
 
+static int vx__bench_deferred(const vx__bench_target *t) {
+#ifdef VX_HAVE_CUDA
+    return t->deferred;
+#else
+    (void)t;
+    return 0;
+#endif
+}
+
 /* One scene at one size: prints a table row. */
 static int vx__bench_one(const vx_cli_common *cc, const vx_scene *s, vx__bench_target *tg, int w, int h, int frames) {
     const int use_cuda = tg->use_cuda;
@@ -92,6 +104,7 @@ static int vx__bench_one(const vx_cli_common *cc, const vx_scene *s, vx__bench_t
     if (use_cuda) {
         vx_cuda_volume *cv = tg->cv;
         int ok = 1;
+        vx_volume_set_mlp_deferred_cuda(cv, tg->deferred);
         for (int i = -3; i < frames && ok; i++) { /* three warm-up frames */
             float ms;
             ok = !vx_render_device_cuda(cv, &cam, 0, &ms, &samples, &hit);
@@ -124,7 +137,9 @@ static int vx__bench_one(const vx_cli_common *cc, const vx_scene *s, vx__bench_t
     snprintf(store, sizeof store, "%s%s", use_cuda && cc->ropts.half ? "f16" : "f32", s->grid.sparse ? " sp" : "");
     if (use_cuda) snprintf(rate_s, sizeof rate_s, "%.2f G", samples / (med * 1e-3) / 1e9);
     else snprintf(rate_s, sizeof rate_s, "%.1f M", samples / (med * 1e-3) / 1e6);
-    printf("  %-10s %4dx%-4d %4dx%-4d %-7s %7s %9.3f %9.0f %9s %10s %8.1f %6.0f%%\n", s->name, s->grid.nx,
+    char name[sizeof s->name + 8];
+    snprintf(name, sizeof name, "%s%s", s->name, use_cuda && vx__bench_deferred(tg) ? " dfr" : "");
+    printf("  %-10s %4dx%-4d %4dx%-4d %-7s %7s %9.3f %9.0f %9s %10s %8.1f %6.0f%%\n", name, s->grid.nx,
            s->grid.nz, w, h, store, mib_s, med, 1e3 / med, e2e_s, rate_s, hit ? (double)samples / hit : 0.0,
            100 * empty);
     rc = 0;
@@ -203,11 +218,20 @@ static int vx__bench_render(int argc, char **argv) {
             if (vx__bench_open(&cc, &s, use_cuda, &tg)) { vx_scene_free(&s); goto fail; }
             fprintf(stderr, "voxray: bench render: %s %s ready to render in %.1f s\n", scenes[k],
                     use_cuda ? (stores[st] ? "f16" : "f32") : "cpu", tg.ready_s);
+            int ways = 1; /* the mlp decoder on CUDA: fused, then deferred */
+#ifdef VX_HAVE_CUDA
+            if (use_cuda && tg.v.mp.dec.type == VX_DEC_MLP) ways = 2;
+#endif
             for (int z = 0; z < nsizes; z++)
-                if (vx__bench_one(&cc, &s, &tg, sizes[z][0], sizes[z][1], frames)) {
-                    vx__bench_close(&tg);
-                    vx_scene_free(&s);
-                    goto fail;
+                for (int way = 0; way < ways; way++) {
+#ifdef VX_HAVE_CUDA
+                    tg.deferred = way;
+#endif
+                    if (vx__bench_one(&cc, &s, &tg, sizes[z][0], sizes[z][1], frames)) {
+                        vx__bench_close(&tg);
+                        vx_scene_free(&s);
+                        goto fail;
+                    }
                 }
             vx__bench_close(&tg);
         }

@@ -106,6 +106,36 @@ static void grid_init(vx_grid *g, int nx, int ny, int nz, int nc) {
 
 /* Render with CUDA (volume built from m) and the CPU reference, compare. The CPU uses
  * the device's occupancy grid so the sample counts must agree as well. */
+/* The mlp decoder's deferred colour (render.cu) against the fused kernel's frame `got` of
+ * the same volume and the CPU's `ref`: the same sums in the same order, so within float
+ * rounding of the fused frame; the same march, so the same opacity, depth and samples; and
+ * a second deferred frame (buffers reused) equal to the first bit for bit. */
+static void check_deferred(const char *what, vx_cuda_volume *cv, const vx_camera *cam, const vx_frame *got,
+                           const vx_frame *ref) {
+    vx_frame d1, d2;
+    OK(vx_frame_alloc(&d1, cam->width, cam->height, 1));
+    OK(vx_frame_alloc(&d2, cam->width, cam->height, 1));
+    vx_volume_set_mlp_deferred_cuda(cv, 1);
+    OK(vx_render_cuda(cv, cam, &d1));
+    OK(vx_render_cuda(cv, cam, &d2));
+    vx_volume_set_mlp_deferred_cuda(cv, 0);
+    char w2[128];
+    snprintf(w2, sizeof w2, "%s deferred", what);
+    compare_frames(w2, &d1, ref);
+    size_t np = (size_t)cam->width * cam->height;
+    double e = max_diff(d1.rgb, got->rgb, np * 3, NULL), ea = max_diff(d1.alpha, got->alpha, np, NULL);
+    double ed = max_diff(d1.depth, got->depth, np, NULL);
+    print_message("%-34s deferred vs fused: rgb max %.2e, opacity %.2e, depth %.2e, samples %lld / %lld\n", what, e,
+                  ea, ed, d1.samples, got->samples);
+    if (!(e <= 1e-5)) fail_msg("%s: deferred mlp colour %g away from the fused kernel's", what, e);
+    if (!(ea <= 1e-6 && ed <= 1e-5)) fail_msg("%s: deferred opacity %g / depth %g away from fused", what, ea, ed);
+    assert_int_equal(d1.samples, got->samples);
+    assert_int_equal(d1.rays_hit, got->rays_hit);
+    assert_memory_equal(d1.rgb, d2.rgb, np * 3 * sizeof(float));
+    vx_frame_free(&d1);
+    vx_frame_free(&d2);
+}
+
 static void check_volume(const char *what, const vx_march_params *m, const vx_grid *g, int half,
                          const vx_camera *cam) {
     vx_volume v;
@@ -143,6 +173,7 @@ static void check_volume(const char *what, const vx_march_params *m, const vx_gr
     compare_frames(what, &got, &ref);
     /* same samples, give or take rounding at cell boundaries */
     assert_true(llabs(got.samples - ref.samples) <= 1 + ref.samples / 1000);
+    if (m->dec.type == VX_DEC_MLP) check_deferred(what, cv, cam, &got, &ref);
     {   /* the same grid as sparse bricks (the exact drop rule): the CUDA frame equals the dense
          * CUDA frame; only samples of zero density may be skipped differently */
         vx_grid sg;
@@ -159,6 +190,7 @@ static void check_volume(const char *what, const vx_march_params *m, const vx_gr
         vx_frame sp;
         OK(vx_frame_alloc(&sp, cam->width, cam->height, 1));
         OK(vx_render_cuda(scv, cam, &sp));
+        if (m->dec.type == VX_DEC_MLP) check_deferred(what, scv, cam, &sp, &ref);
         size_t np = (size_t)cam->width * cam->height;
         double e = max_diff(sp.rgb, got.rgb, np * 3, NULL), ea = max_diff(sp.alpha, got.alpha, np, NULL);
         print_message("%-34s sparse: %zu of %zu bricks, rgb max %.2e opacity max %.2e vs dense\n", what,
