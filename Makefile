@@ -359,12 +359,13 @@ mpi-bundle:
 dev-bundle:
 	@[ -d .deps/lib ] || $(MAKE) --no-print-directory deps-bundle
 	@$(MAKE) --no-print-directory NO_VIEWER=1 NO_VDB=1 DEPS=.deps BUILD=build-dev \
-	    CUDA_ARCH="-gencode arch=compute_90,code=sm_90" build-dev/voxray build-dev/tests/gpu/test_fit_gpu
+	    CUDA_ARCH="-gencode arch=compute_90,code=sm_90" build-dev/voxray build-dev/tests/gpu/test_fit_gpu \
+	    build-dev/tests/gpu/test_render_cuda
 	@rm -rf .dev && mkdir -p .dev/bin
-	@strip -o .dev/bin/voxray build-dev/voxray && strip -o .dev/bin/test_fit_gpu build-dev/tests/gpu/test_fit_gpu
-	@gzip -9 .dev/bin/voxray .dev/bin/test_fit_gpu
+	@for b in voxray tests/gpu/test_fit_gpu tests/gpu/test_render_cuda; do \
+	    strip -o .dev/bin/$$(basename $$b) build-dev/$$b && gzip -9 .dev/bin/$$(basename $$b) || exit 1; done
 	@echo "$$(git rev-parse --short HEAD)$$(git diff --quiet HEAD -- src kernels tests Makefile || echo +changes)" > .dev/COMMIT
-	@echo "dev-bundle: .dev/bin/voxray.gz, .dev/bin/test_fit_gpu.gz ($$(du -sh .dev | cut -f1): carry .dev; tools/fit_mlp_device.sh unpacks them), built from $$(cat .dev/COMMIT)"
+	@echo "dev-bundle: .dev/bin/{voxray,test_fit_gpu,test_render_cuda}.gz ($$(du -sh .dev | cut -f1): carry .dev; tools/fit_mlp_device.sh unpacks them), built from $$(cat .dev/COMMIT)"
 
 # BUILD=dir: only that folder; by default both build/ and build-san/.
 clean:

@@ -4,8 +4,9 @@
 # Usage: tools/fit_mlp_device.sh STEP OUTDIR [fit args]   with the binaries of `make
 # dev-bundle` in BIN (default .dev/bin; gzipped there, unpacked here), .deps/lib, and the
 # views in .mic / .lego (carry them). STEP:
-#   check  test_fit_gpu (quick), mic 60 s with --mlp-kernel batched, `bench fit` and
-#          `bench render` on that scene
+#   check  test_fit_gpu (quick) and test_render_cuda (the mlp's deferred colour against the
+#          fused kernel and the CPU), mic 60 s with --mlp-kernel batched, `bench fit` and
+#          `bench render` on that scene (fused and deferred rows)
 #   mic5   mic, 5 minutes, mlp batched        lego5  lego (test split), 5 minutes, mlp batched
 #   mic60-sh3  mic, 60 s, SH degree 3 (the baseline, same lease)
 #   sanitize   compute-sanitizer memcheck and racecheck on test_fit_gpu's mlp tests
@@ -21,7 +22,7 @@ out=${2:?usage: tools/fit_mlp_device.sh STEP OUTDIR [fit args]}
 shift 2
 BIN=${BIN:-.dev/bin}
 here=$(dirname "$0")
-for f in voxray test_fit_gpu; do # make dev-bundle gzips them (7 MB instead of 28 in the carry)
+for f in voxray test_fit_gpu test_render_cuda; do # make dev-bundle gzips them (10 MB instead of 42 in the carry)
     if [ -f "$BIN/$f.gz" ] && [ ! -x "$BIN/$f" ]; then
         gunzip -c "$BIN/$f.gz" > "$BIN/$f.tmp" && chmod +x "$BIN/$f.tmp" && mv "$BIN/$f.tmp" "$BIN/$f" || exit 1
     fi
@@ -54,6 +55,11 @@ check)
     rc=$?
     tail -30 "$out/test_fit_gpu.log"
     [ $rc -eq 0 ] || { echo "test_fit_gpu failed (rc=$rc): nothing timed"; exit 1; }
+    echo "-- test_render_cuda"
+    "$BIN/test_render_cuda" > "$out/test_render_cuda.log" 2>&1
+    rc=$?
+    grep -E "deferred vs fused|FAILED|PASSED|ERROR" "$out/test_render_cuda.log" | tail -12
+    [ $rc -eq 0 ] || { echo "test_render_cuda failed (rc=$rc): nothing timed"; exit 1; }
     fit mic60-mlpb .mic 60 $mlp || exit 1
     echo "-- bench fit on the mlp scene"
     "$VOXRAY" bench fit "$out/mic60-mlpb" .mic --steps 10 2>&1 | tee "$out/bench_fit.log"
