@@ -3,7 +3,8 @@
 # (docs/FIT.md, "Next device call"), written so one call does one step and logs as it goes.
 # Usage: tools/fit_mlp_device.sh STEP OUTDIR [fit args]   with the binaries of `make
 # dev-bundle` in BIN (default .dev/bin; gzipped there, unpacked here), .deps/lib, and the
-# views in .mic / .lego (carry them). STEP:
+# views in .mic / .lego (carry them: .dev .deps/lib .mic; for lego, whose 52 MB leave no
+# room for all of .dev under the 64 MiB, .dev/bin/voxray.gz .dev/COMMIT .deps/lib .lego). STEP:
 #   check  test_fit_gpu (quick) and test_render_cuda (the mlp's deferred colour against the
 #          fused kernel and the CPU), mic 60 s with --mlp-kernel batched, `bench fit` and
 #          `bench render` on that scene (fused and deferred rows)
