@@ -38,6 +38,7 @@
 struct vx_emu_block {
     std::barrier<> *bar;
     float *shfl; /* one slot per thread, for warp shuffles */
+    unsigned long long *shfl64; /* the same for integer shuffles and reductions */
 };
 inline thread_local uint3 threadIdx;
 inline thread_local uint3 blockIdx;
@@ -57,6 +58,37 @@ inline float __shfl_down_sync(unsigned mask, float v, int off) {
     float r = lane + off < 32 && t + off < blockDim.x ? vx_emu_cur->shfl[t + off] : v;
     __syncthreads();
     return r;
+}
+
+/* Integer shuffles and reductions, block-wide in the same way (every thread of the block
+ * calls them in the same order): lanes are the thread's linear index mod 32. */
+inline unsigned long long vx_emu_linear() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
+template <class F> inline unsigned long long vx_emu_exchange(unsigned long long v, F read) {
+    unsigned long long t = vx_emu_linear();
+    vx_emu_cur->shfl64[t] = v;
+    __syncthreads();
+    unsigned long long r = read(t, vx_emu_cur->shfl64);
+    __syncthreads();
+    return r;
+}
+inline unsigned __shfl_up_sync(unsigned mask, unsigned v, int off) {
+    (void)mask;
+    return (unsigned)vx_emu_exchange(v, [&](unsigned long long t, const unsigned long long *s) {
+        return (t & 31) >= (unsigned)off ? s[t - off] : (unsigned long long)v;
+    });
+}
+inline unsigned long long __shfl_sync(unsigned mask, unsigned long long v, int lane) {
+    (void)mask;
+    return vx_emu_exchange(v, [&](unsigned long long t, const unsigned long long *s) { return s[(t & ~31ull) + lane]; });
+}
+inline unsigned __reduce_add_sync(unsigned mask, unsigned v) {
+    (void)mask;
+    unsigned nt = blockDim.x * blockDim.y * blockDim.z;
+    return (unsigned)vx_emu_exchange(v, [&](unsigned long long t, const unsigned long long *s) {
+        unsigned long long sum = 0;
+        for (unsigned long long k = t & ~31ull; k < (t | 31ull) + 1 && k < nt; k++) sum += s[k];
+        return (unsigned long long)(unsigned)sum;
+    });
 }
 
 template <class T> inline T __ldg(const T *p) { return *p; }
@@ -100,11 +132,12 @@ template <class K, class... A> void vx_emu_launch(dim3 grid, dim3 block, K kerne
     blockDim = block;
     unsigned nt = block.x * block.y * block.z;
     std::vector<float> shfl(nt);
+    std::vector<unsigned long long> shfl64(nt);
     for (unsigned bz = 0; bz < grid.z; bz++)
         for (unsigned by = 0; by < grid.y; by++)
             for (unsigned bx = 0; bx < grid.x; bx++) {
                 std::barrier<> bar((std::ptrdiff_t)nt);
-                vx_emu_block blk = {&bar, shfl.data()};
+                vx_emu_block blk = {&bar, shfl.data(), shfl64.data()};
                 std::vector<std::thread> th;
                 th.reserve(nt);
                 for (unsigned t = 0; t < nt; t++)

@@ -104,8 +104,6 @@ static void grid_init(vx_grid *g, int nx, int ny, int nz, int nc) {
     snprintf(g->source, sizeof g->source, "random %dx%dx%dx%d", nx, ny, nz, nc);
 }
 
-/* Render with CUDA (volume built from m) and the CPU reference, compare. The CPU uses
- * the device's occupancy grid so the sample counts must agree as well. */
 /* The mlp decoder's deferred colour (render.cu) against the fused kernel's frame `got` of
  * the same volume and the CPU's `ref`: the same sums in the same order, so within float
  * rounding of the fused frame; the same march, so the same opacity, depth and samples; and
@@ -136,6 +134,8 @@ static void check_deferred(const char *what, vx_cuda_volume *cv, const vx_camera
     vx_frame_free(&d2);
 }
 
+/* Render with CUDA (volume built from m) and the CPU reference, compare. The CPU uses
+ * the device's occupancy grid so the sample counts must agree as well. */
 static void check_volume(const char *what, const vx_march_params *m, const vx_grid *g, int half,
                          const vx_camera *cam) {
     vx_volume v;

@@ -1,0 +1,67 @@
+/* render_store.cuh - where the renderer's kernels read a lattice point: dense (z, y, x, c)
+ * or the apron blocks of a sparse grid (sparse_apron.h), float32 or float16, and the
+ * channel count of each decoder as a constant. Included by render.cu and render_mlpd.cuh
+ * (and by the emulated test of the latter, tests/emu). */
+#ifndef VX_RENDER_STORE_CUH
+#define VX_RENDER_STORE_CUH
+
+#include <limits.h>
+
+#include "decode.h"
+#include "march.h"
+#include "sparse.h"
+#include "sparse_apron.h"
+
+template <int DEC, int DEG> struct vx_dec_traits {
+    static constexpr int nc = DEC == VX_DEC_RGBA ? 4 : DEC == VX_DEC_SH ? 1 + 3 * (DEG + 1) * (DEG + 1)
+                            : DEC == VX_DEC_MLP ? VX_MLP_CHANNELS : 1;
+};
+
+/* The block a ray is in: consecutive samples mostly stay in one brick, so its table entry is
+ * read once, not once a sample (the table read is a dependent load before the voxels').
+ * 32-bit: the upload refuses tables of 2^32 entries or more (lattices past 16384^3). */
+struct vx_brick_cache {
+    unsigned key;    /* table index of the cached brick, or UINT_MAX */
+    int slot;        /* its block */
+};
+/* Where a lattice point's channels live: dense (z, y, x, c), or the apron blocks of a sparse
+ * grid, float32 or float16. corners<NC>() gives the eight corner pointers of a trilinear cell
+ * (NC: the decoder's channels, the apron blocks' channel stride). */
+template <typename T> struct vx_dense_store {
+    typedef T elem;
+    const T *data;
+    size_t sy, sz, nc;        /* element strides of y, z and x (= channels) */
+    __device__ __forceinline__ const T *voxel(int x, int y, int z) const {
+        return data + (size_t)z * sz + (size_t)y * sy + (size_t)x * nc;
+    }
+    template <int NC> __device__ __forceinline__ void corners(const vx_cell &c, const T *p[8], vx_brick_cache &) const {
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            int x, y, z;
+            vx_cell_corner(&c, k, &x, &y, &z);
+            p[k] = voxel(x, y, z);
+        }
+    }
+};
+/* Sparse: every cell lies in the block of the brick holding its low corner (sparse.h), and
+ * bricks without data point at the background block, so a sample is one (cached) table read
+ * and eight loads from one block at constant offsets from its low corner (one address
+ * register, immediate offsets): no test for absence, no cell straddling bricks. */
+template <typename T> struct vx_apron_store {
+    typedef T elem;
+    const int32_t *table;     /* block slot of every brick */
+    const T *pool;            /* blocks of VX_APRON_VOXELS * NC elements */
+    int bn[3];
+    template <int NC> __device__ __forceinline__ void corners(const vx_cell &c, const T *p[8], vx_brick_cache &cc) const {
+        unsigned k = (unsigned)vx_sparse_brick_index(bn, c.x[0], c.y[0], c.z[0]);
+        if (k != cc.key) {
+            cc.key = k;
+            cc.slot = __ldg(table + k);
+        }
+        const T *p0 = pool + (size_t)cc.slot * (VX_APRON_VOXELS * NC) + vx_apron_cell(NC, c.x[0], c.y[0], c.z[0]);
+#pragma unroll
+        for (int q = 0; q < 8; q++) p[q] = p0 + vx_apron_corner(NC, q);
+    }
+};
+
+#endif
