@@ -171,21 +171,7 @@ vx_render_kernel(const __grid_constant__ vx_march_params m, const __grid_constan
         out_alpha[px] = 1.0f - r.trans;
         if (out_depth) out_depth[px] = r.depth;
     }
-    /* frame counters: one atomic per warp (blocks are whole warps: 8 x 8) */
-#if __CUDA_ARCH__ >= 800
-    unsigned s = __reduce_add_sync(0xffffffffu, (unsigned)samples);
-    unsigned h = __reduce_add_sync(0xffffffffu, (unsigned)hit);
-#else /* PTX for older GPUs: the same sums by shuffles */
-    unsigned s = (unsigned)samples, h = (unsigned)hit;
-    for (int o = 16; o; o >>= 1) {
-        s += __shfl_xor_sync(0xffffffffu, s, o);
-        h += __shfl_xor_sync(0xffffffffu, h, o);
-    }
-#endif
-    if ((threadIdx.y * blockDim.x + threadIdx.x) % 32 == 0) {
-        if (s) atomicAdd(counters, (unsigned long long)s);
-        if (h) atomicAdd(counters + 1, (unsigned long long)h);
-    }
+    vx_frame_counters_add(counters, (unsigned)samples, (unsigned)hit);
 }
 
 // ----------------------------------------------------------------------------------------

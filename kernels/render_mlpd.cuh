@@ -111,20 +111,7 @@ vx_mlpd_count_kernel(const __grid_constant__ vx_march_params m, const __grid_con
         px_start[px] = base + (incl - kept);
         px_n[px] = (int)kept;
     }
-#if __CUDA_ARCH__ >= 800
-    unsigned s = __reduce_add_sync(0xffffffffu, samples);
-    unsigned h = __reduce_add_sync(0xffffffffu, hit);
-#else
-    unsigned s = samples, h = hit;
-    for (int o = 16; o; o >>= 1) {
-        s += __shfl_xor_sync(0xffffffffu, s, o);
-        h += __shfl_xor_sync(0xffffffffu, h, o);
-    }
-#endif
-    if (lane == 0) {
-        if (s) atomicAdd(counters, (unsigned long long)s);
-        if (h) atomicAdd(counters + 1, (unsigned long long)h);
-    }
+    vx_frame_counters_add(counters, samples, hit);
 }
 
 /* Write pass: the same march (same jitter), keeping each composited sample's network

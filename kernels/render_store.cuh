@@ -64,4 +64,23 @@ template <typename T> struct vx_apron_store {
     }
 };
 
+/* A frame's counters (samples marched, rays that met the volume) from every thread of a
+ * block of whole warps (8 x 8): one atomic each per warp. */
+__device__ __forceinline__ void vx_frame_counters_add(unsigned long long *counters, unsigned samples, unsigned hit) {
+#if __CUDA_ARCH__ >= 800
+    unsigned s = __reduce_add_sync(0xffffffffu, samples);
+    unsigned h = __reduce_add_sync(0xffffffffu, hit);
+#else /* PTX for older GPUs: the same sums by shuffles */
+    unsigned s = samples, h = hit;
+    for (int o = 16; o; o >>= 1) {
+        s += __shfl_xor_sync(0xffffffffu, s, o);
+        h += __shfl_xor_sync(0xffffffffu, h, o);
+    }
+#endif
+    if ((threadIdx.y * blockDim.x + threadIdx.x) % 32 == 0) {
+        if (s) atomicAdd(counters, (unsigned long long)s);
+        if (h) atomicAdd(counters + 1, (unsigned long long)h);
+    }
+}
+
 #endif
