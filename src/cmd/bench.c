@@ -45,8 +45,8 @@ typedef struct {
 #ifdef VX_HAVE_CUDA
     vx_volume v;       /* CUDA */
     vx_cuda_volume *cv;
-    int deferred;      /* mlp decoder: colour deferred (vx_volume_set_mlp_deferred_cuda) */
 #endif
+    int deferred;      /* CUDA, mlp decoder: colour deferred (vx_volume_set_mlp_deferred_cuda) */
 } vx__bench_target;
 
 static int vx__bench_open(const vx_cli_common *cc, const vx_scene *s, int use_cuda, vx__bench_target *t) {
@@ -77,15 +77,6 @@ static void vx__bench_close(vx__bench_target *t) {
     }
 #endif
     vx_renderer_destroy(t->r);
-}
-
-static int vx__bench_deferred(const vx__bench_target *t) {
-#ifdef VX_HAVE_CUDA
-    return t->deferred;
-#else
-    (void)t;
-    return 0;
-#endif
 }
 
 /* One scene at one size: prints a table row. */
@@ -138,7 +129,7 @@ static int vx__bench_one(const vx_cli_common *cc, const vx_scene *s, vx__bench_t
     if (use_cuda) snprintf(rate_s, sizeof rate_s, "%.2f G", samples / (med * 1e-3) / 1e9);
     else snprintf(rate_s, sizeof rate_s, "%.1f M", samples / (med * 1e-3) / 1e6);
     char name[sizeof s->name + 8];
-    snprintf(name, sizeof name, "%s%s", s->name, use_cuda && vx__bench_deferred(tg) ? " dfr" : "");
+    snprintf(name, sizeof name, "%s%s", s->name, tg->deferred ? " dfr" : "");
     printf("  %-10s %4dx%-4d %4dx%-4d %-7s %7s %9.3f %9.0f %9s %10s %8.1f %6.0f%%\n", name, s->grid.nx,
            s->grid.nz, w, h, store, mib_s, med, 1e3 / med, e2e_s, rate_s, hit ? (double)samples / hit : 0.0,
            100 * empty);
@@ -224,9 +215,7 @@ static int vx__bench_render(int argc, char **argv) {
 #endif
             for (int z = 0; z < nsizes; z++)
                 for (int way = 0; way < ways; way++) {
-#ifdef VX_HAVE_CUDA
                     tg.deferred = way;
-#endif
                     if (vx__bench_one(&cc, &s, &tg, sizes[z][0], sizes[z][1], frames)) {
                         vx__bench_close(&tg);
                         vx_scene_free(&s);
