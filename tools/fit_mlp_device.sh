@@ -46,6 +46,11 @@ fit() { # NAME DATASET SECONDS ARGS...
     local rc=$?
     echo "-- $name: rc=$rc, $(( $(date +%s) - t0 )) s wall"
     if [ $rc -ne 0 ]; then tail -5 "$out/$name.fit.log"; return $rc; fi
+    # the renders of the views FIT.md looks at, flat in OUTDIR/renders (the device tool
+    # does not bring back the fit's val/ tree)
+    mkdir -p "$out/renders"
+    find "$out/$name/val" -name 'r_8.png' -o -name 'r_16.png' -o -name 'r_40.png' -o -name 'r_80.png' 2>/dev/null |
+        while read -r f; do cp "$f" "$out/renders/${name}_$(basename "$(dirname "$f")")_$(basename "$f")"; done
     [ -f "$out/summary.md" ] || sh "$here/fit_summary.sh" --header > "$out/summary.md"
     sh "$here/fit_summary.sh" "$out/$name.fit.log" "$name" "$* $extra" "$(( $(date +%s) - t0 ))" | tee -a "$out/summary.md"
 }
