@@ -117,11 +117,20 @@ static void test_decode_sees_every_weight(void **state) {
     vx_decoder_set_mlp(&dec, 2, f); /* file order read as packed */
     vx_decode(&dec, raw, dir, rgb2);
     assert_true(fabs(rgb[0] - rgb2[0]) + fabs(rgb[1] - rgb2[1]) + fabs(rgb[2] - rgb2[2]) > 1e-4);
-    /* the output bias: every colour moves through its sigmoid */
+    /* the output bias: its colour moves through its sigmoid, the others stay. The green
+     * output's weights and bias are zeroed first, so it starts at sigmoid(0) whatever the
+     * hidden layers give (a random output can saturate, where +1 moves it by < 1e-3: CI
+     * once drew such weights) */
+    float *out = packed + vx_mlp_out_offset(2);
+    for (int i = 0; i < VX_MLP_WIDTH; i++) out[VX_MLP_WIDTH + i] = 0.0f;
+    out[3 * VX_MLP_WIDTH + 1] = 0.0f;
     vx_decoder_set_mlp(&dec, 2, packed);
-    packed[vx_mlp_out_offset(2) + 3 * VX_MLP_WIDTH + 1] += 1.0f;
+    vx_decode(&dec, raw, dir, rgb);
+    assert_float_equal(rgb[1], 0.5f, 1e-7);
+    out[3 * VX_MLP_WIDTH + 1] += 1.0f;
     vx_decode(&dec, raw, dir, rgb2);
-    assert_true(rgb2[0] == rgb[0] && rgb2[1] > rgb[1] + 1e-3 && rgb2[2] == rgb[2]);
+    assert_true(rgb2[0] == rgb[0] && rgb2[2] == rgb[2]);
+    assert_float_equal(rgb2[1], 0.7310585786f, 1e-6); /* sigmoid(1) */
 }
 
 /* A scene whose every voxel holds vals (16 channels), in [-1, 1]^3. */
