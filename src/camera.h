@@ -23,6 +23,9 @@ VX_HD void vx_camera_ray(const vx_camera *c, float px, float py, vx_vec3 *o, vx_
 }
 
 #ifndef __CUDACC__
+#ifdef __cplusplus
+extern "C" {
+#endif
 /* Host-side construction. Each returns 0, or -1 with vx_error set. */
 int vx_camera_from_c2w(vx_camera *c, const double c2w[16], double fov_x_rad, int width, int height);
 int vx_camera_look_at(vx_camera *c, const double eye[3], const double target[3],
@@ -40,6 +43,9 @@ typedef struct {
 } vx_camera_path;
 int vx_camera_path_load(const char *path, vx_camera_path *p);
 void vx_camera_path_free(vx_camera_path *p);
+#ifdef __cplusplus
+}
+#endif
 #endif
 
 #endif

@@ -76,17 +76,10 @@ static void setup(vx_march_params *m, vx_camera *cam, const vx_grid *g, int occ_
     m->occ_b = occ_b;
     int n[3] = {g->nx, g->ny, g->nz};
     for (int a = 0; a < 3; a++) m->occ_n[a] = occ_b ? (n[a] - 1) / occ_b + 1 : 0;
-    float ctr[3] = {0.5f * (g->nx - 1), 0.5f * (g->ny - 1), 0.5f * (g->nz - 1)};
+    double ctr[3] = {0.5 * (g->nx - 1), 0.5 * (g->ny - 1), 0.5 * (g->nz - 1)}, up[3] = {0, 0, 1};
     vx_vec3 dir = vx_norm(vx_v3(uni(-1, 1), uni(0.3f, 1), uni(-1, 1)));
-    float eye[3] = {ctr[0] + 2.0f * g->nx * dir.x, ctr[1] + 2.0f * g->nx * dir.y, ctr[2] + 2.0f * g->nx * dir.z};
-    vx_vec3 fw = vx_norm(vx_v3(ctr[0] - eye[0], ctr[1] - eye[1], ctr[2] - eye[2]));
-    vx_vec3 right = vx_norm(vx_cross(fw, vx_v3(0, 0, 1))), up = vx_cross(right, fw), back = vx_scale(fw, -1);
-    float c2w[12] = {right.x, up.x, back.x, eye[0], right.y, up.y, back.y, eye[1], right.z, up.z, back.z, eye[2]};
-    memcpy(cam->c2w, c2w, sizeof c2w);
-    cam->width = w;
-    cam->height = h;
-    cam->fov_x = 0.6f;
-    cam->focal = 0.5f * w / tanf(0.5f * cam->fov_x);
+    double eye[3] = {ctr[0] + 2.0 * g->nx * dir.x, ctr[1] + 2.0 * g->nx * dir.y, ctr[2] + 2.0 * g->nx * dir.z};
+    OK(vx_camera_look_at(cam, eye, ctr, up, 34.0, w, h));
 }
 
 /* render.cu's vx__launch_mlpd on the emulator: count, size, write, network, resolve. */
