@@ -154,7 +154,7 @@ static void test_deferred(void **state) {
             vx_grid g;
             random_grid(&g, 10 + (int)uni(0, 4), 11 + (int)uni(0, 4), 9 + (int)uni(0, 4));
             float wts[VX_MLP_MAX_WEIGHTS];
-            vx_mlp_init(layers, (unsigned)vx_rand01(&g_state) * 1000u + 7u, wts);
+            vx_mlp_init(layers, (unsigned)(vx_rand01(&g_state) * 1e6) + 7u, wts);
             for (int i = 0; i < vx_mlp_weight_count(layers); i++) wts[i] *= 3.0f; /* colours across [0, 1] */
             vx_march_params m;
             vx_camera cam;
