@@ -29,6 +29,9 @@ template <class S, bool WRITE, bool P> struct vx_mlpd_op {
     unsigned long long at;        /* write pass: the pixel's first sample */
     float *x, *w;
 
+    /* The fetch is vx_render_op's density-first one (render.cu) without the decode: kept as
+     * its own copy so that the fused kernels, whose registers were tuned and timed, are not
+     * touched by this opt-in path until the device has timed both. */
     static __device__ __forceinline__ float sample(void *op, const vx_sample *s, vx_vec3 d, float *rgb) {
         constexpr int NC = VX_MLP_CHANNELS;
         vx_mlpd_op *r = (vx_mlpd_op *)op;
