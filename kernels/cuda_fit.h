@@ -58,6 +58,9 @@ void vx_fit_track_weights_cuda(vx_fit_device *g, int on);
 /* The ray regularisers' weights per ray for the next ray steps (fit.h's reg_sparsity and
  * reg_distortion; the upload copies the host model's). Both kernel versions apply them. */
 void vx_fit_set_ray_reg_cuda(vx_fit_device *g, float sparsity, float distortion);
+/* Rays drawn on the device go through a random point of their pixel (on) or its centre
+ * (0, the default), as vx_fit_sample_batch_map draws them with tiles->jitter. */
+void vx_fit_set_jitter_cuda(vx_fit_device *g, int on);
 /* Copy the device occupancy grid (vx_fit_occupancy_build_cuda's, count cells) to occ. */
 int vx_fit_occupancy_download_cuda(const vx_fit_device *g, unsigned char *occ, size_t count);
 

@@ -44,6 +44,7 @@ struct vx_fit_device {
     int views, vw, vh;
     vx_fit_tiles tiles;         /* error map (--error-map): layout, n_map, device CDF (n_map 0: off) */
     int tiles_batch;            /* the batch size n_map was chosen for */
+    int jitter;                 /* device-drawn rays through a random point of their pixel */
     float *d_cdf, *d_eacc;      /* its CDF and per-tile error sums and counts */
     float *d_render;            /* validation frame */
     size_t render_cap;
@@ -376,6 +377,7 @@ extern "C" void vx_fit_set_ray_reg_cuda(vx_fit_device *g, float sparsity, float 
     g->m.reg_sparsity = sparsity;
     g->m.reg_distortion = distortion;
 }
+extern "C" void vx_fit_set_jitter_cuda(vx_fit_device *g, int on) { g->jitter = on != 0; }
 extern "C" void vx_fit_profile_cuda(vx_fit_device *g, int on) { g->profile = on; }
 extern "C" void vx_fit_mlp_timings_cuda(vx_fit_device *g, double ms[5], double *samples) {
     for (int k = 0; k < 5; k++) { ms[k] = g->prof_mlpb[k]; g->prof_mlpb[k] = 0.0; }
@@ -736,6 +738,7 @@ extern "C" int vx_fit_rays_sampled_cuda(vx_fit_device *g, int n, uint64_t seed, 
     src.images = g->d_images; src.cams = g->d_cams;
     src.tiles = g->tiles;
     src.tiles.views = g->views; src.tiles.w = g->vw; src.tiles.h = g->vh;
+    src.tiles.jitter = g->jitter;
     src.seed = seed;
     int map = g->tiles.n_map > 0;
     if (map) {

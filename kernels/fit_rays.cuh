@@ -259,7 +259,9 @@ __device__ __forceinline__ void vx_fit_src_ray(const vx_fit_ray_src &src, int r,
         int v, i, j;
         vx_fit_tiles T = src.tiles;
         vx_fit_pick_pixel_map(&T, src.seed, (unsigned long long)r, &v, &i, &j);
-        vx_camera_ray(&src.cams[v], (float)j + 0.5f, (float)i + 0.5f, o, d);
+        float x, y;
+        vx_fit_pixel_point(&T, src.seed, (unsigned long long)r, i, j, &x, &y);
+        vx_camera_ray(&src.cams[v], x, y, o, d);
         *target = src.images + (((size_t)v * T.h + i) * T.w + j) * 3;
     } else {
         *o = vx_v3(src.origin[3 * r], src.origin[3 * r + 1], src.origin[3 * r + 2]);
@@ -303,7 +305,9 @@ vx_fit_rays_v2_kernel(vx_march_params mp, vx_fit_index L, const float *__restric
             int v, i, j;
             vx_fit_tiles T = src.tiles;
             vx_fit_pick_pixel_map(&T, src.seed, (unsigned long long)r, &v, &i, &j);
-            vx_camera_ray(&src.cams[v], (float)j + 0.5f, (float)i + 0.5f, &o, &d);
+            float x, y;
+            vx_fit_pixel_point(&T, src.seed, (unsigned long long)r, i, j, &x, &y);
+            vx_camera_ray(&src.cams[v], x, y, &o, &d);
             target = src.images + (((size_t)v * T.h + i) * T.w + j) * 3;
         } else {
             o = vx_v3(src.origin[3 * r], src.origin[3 * r + 1], src.origin[3 * r + 2]);

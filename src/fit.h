@@ -35,6 +35,8 @@ typedef struct {
     int lazy;                   /* sparse Adam: zero-gradient parameters keep value and moments */
     int mlp_kernel;             /* CUDA, mlp decoder: 1 the network inside the ray kernel,
                                  * 0 or 2 batched over the step's samples (kernels/cuda_fit.h) */
+    int jitter;                 /* training rays through a random point of their pixel, not
+                                 * its centre (vx_fit_pixel_point, fit_march.h) */
 } vx_fit_hparams;
 
 void vx_fit_hparams_default(vx_fit_hparams *h);

@@ -55,7 +55,10 @@ static int vx__step(vx_fit_backend *b, const vx_fit_step *s, double *loss) {
         b->err = vx_malloc((size_t)b->batch.n * sizeof(float), "fit ray errors");
         if (!b->rgb || !b->err) return -1;
     }
-    vx_fit_sample_batch_map(b->train, s->ray_seed, s->map ? &s->map->t : NULL, &b->batch);
+    vx_fit_tiles t = {.views = b->train->n, .w = b->train->width, .h = b->train->height};
+    if (s->map) t = s->map->t;
+    t.jitter = s->hp->jitter;
+    vx_fit_sample_batch_map(b->train, s->ray_seed, &t, &b->batch);
     if (s->occ_cell > 0 && vx_fit_occupancy_build_cpu(b->f, s->occ_cell)) return -1;
     vx_fit_zero_grad_cpu(b->f);
     b->f->reg_sparsity = s->hp->sparsity;

@@ -71,7 +71,9 @@ void vx_fit_sample_batch_map(const vx_dataset *d, uint64_t seed, const vx_fit_ti
         int v, i, j;
         vx_fit_pick_pixel_map(t, seed, (unsigned long long)r, &v, &i, &j);
         vx_vec3 o, dir;
-        vx_camera_ray(&d->cams[v], (float)j + 0.5f, (float)i + 0.5f, &o, &dir);
+        float x, y;
+        vx_fit_pixel_point(t, seed, (unsigned long long)r, i, j, &x, &y);
+        vx_camera_ray(&d->cams[v], x, y, &o, &dir);
         const float *px = vx_dataset_image(d, v) + 3 * ((size_t)i * d->width + j);
         b->origin[3 * r] = o.x; b->origin[3 * r + 1] = o.y; b->origin[3 * r + 2] = o.z;
         b->dir[3 * r] = dir.x; b->dir[3 * r + 1] = dir.y; b->dir[3 * r + 2] = dir.z;

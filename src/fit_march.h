@@ -560,6 +560,8 @@ typedef struct vx_fit_tiles_s {
     int tile, tx, ty, n;        /* tile edge in pixels, tiles per row and column, views*tx*ty */
     int n_map;                  /* rays drawn from the CDF */
     const float *cdf;           /* n + 1 entries rising from cdf[0] = 0 to cdf[n] = 1 */
+    int jitter;                 /* rays through a random point of their pixel (`fit --jitter`),
+                                 * 0: through its centre (vx_fit_pixel_point) */
 } vx_fit_tiles;
 
 /* Training pixel of ray r: for r < n_map a tile t with probability cdf[t+1] - cdf[t] (from
@@ -589,6 +591,24 @@ VX_HD void vx_fit_pick_pixel_map(const vx_fit_tiles *T, unsigned long long seed,
     *v = lo / per;
     *i = ti * T->tile + (int)(q / (unsigned long long)tw);
     *j = tj * T->tile + (int)(q % (unsigned long long)tw);
+}
+
+/* Where ray r (of a batch drawn with seed) crosses its pixel (row i, column j), in the
+ * pixel coordinates of vx_camera_ray: the centre (j + 0.5, i + 0.5), or with T->jitter a
+ * point uniform over the pixel's square from a second hash of (seed, r), independent of
+ * the pixel choice. A photo's pixel is the average of the scene over its square (Blender
+ * renders it antialiased); a model fitted only through the centres may store whatever
+ * lies between them differently in every view (docs/FIT.md, session 15). */
+VX_HD void vx_fit_pixel_point(const vx_fit_tiles *T, unsigned long long seed, unsigned long long r, int i, int j,
+                              float *px, float *py) {
+    float fx = 0.5f, fy = 0.5f;
+    if (T->jitter) {
+        unsigned long long z = vx_fit_hash(seed ^ 0x6A09E667F3BCC909ull, r);
+        fx = (float)(z >> 40) * (1.0f / 16777216.0f);              /* top 24 bits, [0,1) */
+        fy = (float)((z >> 8) & 0xffffffull) * (1.0f / 16777216.0f); /* the next 24 */
+    }
+    *px = (float)j + fx;
+    *py = (float)i + fy;
 }
 
 /* Tile of pixel (v, i, j) in T's numbering. */

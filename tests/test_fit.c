@@ -789,6 +789,85 @@ static void test_pick_pixel_map(void **state) {
     vx_dataset_free(&d);
 }
 
+/* The pixel coordinates (vx_camera_ray's px, py) where the ray direction d of camera c
+ * crosses its image plane: c2w's columns right, up, back give the camera frame. */
+static void ray_to_pixel(const vx_camera *c, const float d[3], double *px, double *py) {
+    const float *m = c->c2w;
+    double x = m[0] * d[0] + m[4] * d[1] + m[8] * d[2], y = m[1] * d[0] + m[5] * d[1] + m[9] * d[2];
+    double z = m[2] * d[0] + m[6] * d[1] + m[10] * d[2]; /* along back: negative in front */
+    *px = x / -z * c->focal + 0.5 * c->width;
+    *py = -(y / -z) * c->focal + 0.5 * c->height;
+}
+
+/* `fit --jitter`: each ray of a jittered batch is drawn for the pixel and view the
+ * unjittered batch draws (same targets, same origins), through a point of that pixel's
+ * square; the points are uniform over the square (chi-square over 4x4 cells) with the two
+ * axes uncorrelated; without jitter every ray goes through its pixel's centre, and
+ * vx_fit_sample_batch is that batch bit for bit. */
+static void test_pixel_jitter(void **state) {
+    (void)state;
+    for (int trial = 0; trial < 3; trial++) {
+        vx_dataset d;
+        random_views(&d, rand_int(1, 5), rand_int(2, 200), rand_int(2, 150));
+        int n = 40000;
+        uint64_t seed = rand_seed();
+        vx_fit_batch b0, b1, bu;
+        assert_int_equal(vx_fit_batch_alloc(&b0, n), 0);
+        assert_int_equal(vx_fit_batch_alloc(&b1, n), 0);
+        assert_int_equal(vx_fit_batch_alloc(&bu, n), 0);
+        vx_fit_tiles t = {.views = d.n, .w = d.width, .h = d.height};
+        vx_fit_sample_batch_map(&d, seed, &t, &b0);
+        vx_fit_sample_batch(&d, seed, &bu);
+        t.jitter = 1;
+        vx_fit_sample_batch_map(&d, seed, &t, &b1);
+        assert_memory_equal(b0.origin, bu.origin, (size_t)n * 3 * sizeof(float));
+        assert_memory_equal(b0.dir, bu.dir, (size_t)n * 3 * sizeof(float));
+        assert_memory_equal(b0.target, bu.target, (size_t)n * 3 * sizeof(float));
+        assert_memory_equal(b0.target, b1.target, (size_t)n * 3 * sizeof(float));
+        assert_memory_equal(b0.origin, b1.origin, (size_t)n * 3 * sizeof(float));
+        long cells[16] = {0};
+        double su = 0, sv = 0, suu = 0, svv = 0, suv = 0;
+        int moved = 0;
+        for (int r = 0; r < n; r++) {
+            int v, i, j;
+            vx_fit_pick_pixel(seed, (uint64_t)r, d.n, d.width, d.height, &v, &i, &j);
+            double x0, y0, x1, y1;
+            ray_to_pixel(&d.cams[v], b0.dir + 3 * r, &x0, &y0);
+            ray_to_pixel(&d.cams[v], b1.dir + 3 * r, &x1, &y1);
+            if (fabs(x0 - (j + 0.5)) > 2e-3 || fabs(y0 - (i + 0.5)) > 2e-3) {
+                fprintf(stderr, "ray %d: through (%.4f, %.4f), not the centre of pixel (%d, %d)\n", r, x0, y0, j, i);
+                fail();
+            }
+            double u = x1 - j, w = y1 - i;
+            if (u < -2e-3 || u > 1.002 || w < -2e-3 || w > 1.002) {
+                fprintf(stderr, "jittered ray %d: at (%.4f, %.4f) in pixel (%d, %d)\n", r, u, w, j, i);
+                fail();
+            }
+            moved += fabs(u - 0.5) > 1e-3 || fabs(w - 0.5) > 1e-3;
+            u = u < 0 ? 0 : u > 0.999999 ? 0.999999 : u;
+            w = w < 0 ? 0 : w > 0.999999 ? 0.999999 : w;
+            cells[(int)(w * 4) * 4 + (int)(u * 4)]++;
+            su += u; sv += w; suu += u * u; svv += w * w; suv += u * w;
+        }
+        double mu = su / n, mv = sv / n;
+        double corr = (suv / n - mu * mv) / sqrt((suu / n - mu * mu) * (svv / n - mv * mv));
+        double x2 = chi_square(cells, 16, n);
+        fprintf(stderr, "jitter: %d views %dx%d, %d of %d rays off the centre, mean (%.3f, %.3f), "
+                "variance (%.4f, %.4f), correlation %.4f, chi-square %.1f (15 dof)\n", d.n, d.width, d.height,
+                moved, n, mu, mv, suu / n - mu * mu, svv / n - mv * mv, corr, x2);
+        assert_true(moved > n * 99 / 100);
+        assert_true(x2 < 50.0 && fabs(corr) < 0.03);
+        assert_true(fabs(suu / n - mu * mu - 1.0 / 12.0) < 0.004 && fabs(svv / n - mv * mv - 1.0 / 12.0) < 0.004);
+        /* another seed draws other points */
+        vx_fit_sample_batch_map(&d, seed + 1, &t, &bu);
+        assert_true(memcmp(bu.dir, b1.dir, (size_t)n * 3 * sizeof(float)) != 0);
+        vx_fit_batch_free(&b0);
+        vx_fit_batch_free(&b1);
+        vx_fit_batch_free(&bu);
+        vx_dataset_free(&d);
+    }
+}
+
 /* The map's bookkeeping: a ray's error lands in its tile; update makes the mean of the
  * tiles that had rays their error, keeps the others, and rebuilds a CDF proportional to
  * (err + 1% of the mean) x tile pixels; the CPU sampler draws its batch from that map. */
@@ -2105,6 +2184,7 @@ int main(void) {
         cmocka_unit_test(test_upsample),         cmocka_unit_test(test_prune),
         cmocka_unit_test(test_pick_pixel),       cmocka_unit_test(test_sample_batch),
         cmocka_unit_test(test_pick_pixel_map),   cmocka_unit_test(test_errmap_update),
+        cmocka_unit_test(test_pixel_jitter),
         cmocka_unit_test(test_resample),         cmocka_unit_test(test_resample_alive),
         cmocka_unit_test(test_alive_bounds), cmocka_unit_test(test_island_bounds),     cmocka_unit_test(test_crop_box),
         cmocka_unit_test(test_occ_cells),        cmocka_unit_test(test_adam_consumes_grad),

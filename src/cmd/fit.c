@@ -72,6 +72,9 @@ static void vx__fit_usage(FILE *o) {
             "  --error-map F        draw the share F (0..1) of each batch where the training photos\n"
             "                       are fitted worst: a map of tiles (1/50 of the photo side) holds\n"
             "                       each tile's recent squared error (default 0: uniform)\n"
+            "  --jitter             each training ray through a random point of its pixel instead\n"
+            "                       of its centre (default off: it blurred mic's grille and cost\n"
+            "                       0.2-0.4 dB on held-out views, docs/FIT.md session 15)\n"
             "  --seed S             random seed (default 1)\n"
             "  --max-seconds S      stop once training (validation excluded) has taken S seconds\n"
             "                       (CUDA without --iters: 300, the recorded run of docs/FIT.md)\n"
@@ -223,6 +226,7 @@ int vx_cmd_fit(int argc, char **argv) {
             set |= VX_FIT_SET_MAX_SECONDS;
         }
         else if (!strcmp(a, "--time-curve")) cfg.time_curve = 1;
+        else if (!strcmp(a, "--jitter")) cfg.hp.jitter = 1;
         else if (!strcmp(a, "--no-crop")) cfg.crop = 0;
         else if (!strcmp(a, "--crop-keep")) bad = vx_parse_double(a, argv[++i], 0, 1, &cfg.crop_keep);
         else if (!strcmp(a, "--write")) {

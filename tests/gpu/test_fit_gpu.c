@@ -388,14 +388,17 @@ static void test_sampled_rays(void **state) {
         uint64_t seed = vx_splitmix64(&g_state);
         vx_fit_batch b;
         OK(vx_fit_batch_alloc(&b, n));
-        vx_fit_sample_batch(&d, seed, &b);
+        /* rays through random points of their pixels (fit --jitter) in every other trial */
+        vx_fit_tiles t = {.views = d.n, .w = d.width, .h = d.height, .jitter = trial % 2 == 0};
+        vx_fit_sample_batch_map(&d, seed, &t, &b);
         /* the ray regularisers on in every other trial (the quick run: the second) */
         f.reg_sparsity = trial % 2 ? (float)uni(0.01, 0.05) : 0.0f;
         f.reg_distortion = trial % 2 ? (float)uni(0.2, 1.0) : 0.0f;
-        print_message("sampled rays: regularisers %s\n", trial % 2 ? "on" : "off");
+        print_message("sampled rays: regularisers %s, jitter %s\n", trial % 2 ? "on" : "off", t.jitter ? "on" : "off");
         vx_fit_device *g;
         OK(vx_fit_model_upload_cuda(&g, &f, 16));
         vx_fit_set_ray_reg_cuda(g, f.reg_sparsity, f.reg_distortion);
+        vx_fit_set_jitter_cuda(g, t.jitter);
         OK(vx_fit_views_upload_cuda(g, &d));
         OK(vx_fit_update_params_cuda(g, 1e-4f));
         OK(vx_fit_occupancy_build_cpu(&f, 4));
@@ -444,9 +447,11 @@ static void test_sampled_rays_map(void **state) {
         uint64_t seed = vx_splitmix64(&g_state);
         vx_fit_batch b;
         OK(vx_fit_batch_alloc(&b, n));
+        m.t.jitter = trial % 2; /* the device takes it from vx_fit_set_jitter_cuda, not the map */
         vx_fit_sample_batch_map(&d, seed, &m.t, &b);
         vx_fit_device *g;
         OK(vx_fit_model_upload_cuda(&g, &f, n));
+        vx_fit_set_jitter_cuda(g, m.t.jitter);
         OK(vx_fit_views_upload_cuda(g, &d));
         OK(vx_fit_errmap_upload_cuda(g, &m.t, n));
         OK(vx_fit_update_params_cuda(g, 1e-4f));
@@ -669,10 +674,12 @@ static void test_mlp_sampled_rays(void **state) {
         uint64_t seed = vx_splitmix64(&g_state);
         vx_fit_batch b;
         OK(vx_fit_batch_alloc(&b, n));
-        vx_fit_sample_batch(&d, seed, &b);
+        vx_fit_tiles t = {.views = d.n, .w = d.width, .h = d.height, .jitter = trial == 1 || trial == 2};
+        vx_fit_sample_batch_map(&d, seed, &t, &b);
         vx_fit_device *g;
         OK(vx_fit_model_upload_cuda(&g, &f, n));
         OK(vx_fit_set_mlp_kernel_cuda(g, kernel));
+        vx_fit_set_jitter_cuda(g, t.jitter);
         OK(vx_fit_views_upload_cuda(g, &d));
         OK(vx_fit_update_params_cuda(g, 1e-4f));
         OK(vx_fit_occupancy_build_cpu(&f, 4));
@@ -681,8 +688,8 @@ static void test_mlp_sampled_rays(void **state) {
         OK(vx_fit_zero_grad_cuda(g));
         double lc = vx_fit_rays_backward_cpu(&f, &b, NULL), lg;
         OK(vx_fit_rays_sampled_cuda(g, n, seed, &lg));
-        print_message("mlp sampled rays (%s kernel, %d layer(s)): loss CPU %.8f GPU %.8f\n",
-                      kernel == 1 ? "per-ray" : "batched", layers, lc, lg);
+        print_message("mlp sampled rays (%s kernel, %d layer(s), jitter %s): loss CPU %.8f GPU %.8f\n",
+                      kernel == 1 ? "per-ray" : "batched", layers, t.jitter ? "on" : "off", lc, lg);
         assert_true(fabs(lc - lg) <= 1e-5 * lc + 1e-9);
         memset(&h, 0, sizeof h);
         OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, 0, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
