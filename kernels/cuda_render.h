@@ -26,9 +26,9 @@ void vx_volume_free_cuda(vx_cuda_volume *cv);
 /* Device memory the grid's storage takes: the dense values, or the apron blocks and their
  * table (sparse grids are uploaded as apron blocks: sparse_apron.h). */
 size_t vx_volume_bytes_cuda(const vx_cuda_volume *cv);
-/* The mlp decoder's colour: 0 (the default) in the marching thread, 1 deferred (the march
- * keeps the composited samples, the network runs over all of them as tiled products,
- * render.cu). Same image either way, up to float rounding. */
+/* The mlp decoder's colour: 1 (the default) deferred (the march keeps the composited
+ * samples, the network runs over all of them as tiled products, render.cu), 0 in the
+ * marching thread (fused). Same image either way, up to float rounding. */
 void vx_volume_set_mlp_deferred_cuda(vx_cuda_volume *cv, int on);
 /* Render into the volume's device buffers only (no copy to the host), for benchmarks:
  * returns the kernel time from CUDA events and the frame's counters. */

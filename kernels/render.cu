@@ -454,6 +454,7 @@ extern "C" int vx_volume_upload_cuda(vx_cuda_volume **out, const vx_volume *v, c
     if (cv->mp.dec.type == VX_DEC_MLP) /* the kernels read vx_c_mlp; the host pointer may not outlive the scene */
         vx_decoder_set_mlp(&cv->mp.dec, vx_decoder_mlp_layers(&cv->mp.dec), NULL);
     cv->half = half;
+    cv->mlp_deferred = 1; /* 262 against 91 frames/s on a fitted mic scene (docs/BENCHMARKS.md) */
     if (vx__mlp_take(cv, &v->mp.dec) || vx__upload_grid(cv, g) ||
         vx_cuda_alloc((void **)&cv->d_counters, 3 * sizeof(unsigned long long), "frame counters") ||
         vx_cuda_timer_create(&cv->timer) || vx__occ_update(cv, v) || vx_cuda_sync()) {

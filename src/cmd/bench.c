@@ -30,8 +30,8 @@ static void vx__bench_help(void) {
            "the volume; the CUDA time is the kernel alone (events), 'e2e' adds the copy back.\n"
            "--stores f32,f16 times each device storage in turn from one load of the scene\n"
            "(default: f32, or f16 with --half; the CPU renders float32 only). On CUDA a scene\n"
-           "of the mlp decoder is timed twice: the network in the marching thread, then\n"
-           "deferred (row 'NAME dfr': batched over the frame's composited samples).\n\n%s",
+           "of the mlp decoder is timed twice: deferred (the default: the network batched over\n"
+           "the frame's composited samples), then in the marching thread (row 'NAME fused').\n\n%s",
            vx_cli_common_help());
 }
 
@@ -46,7 +46,8 @@ typedef struct {
     vx_volume v;       /* CUDA */
     vx_cuda_volume *cv;
 #endif
-    int deferred;      /* CUDA, mlp decoder: colour deferred (vx_volume_set_mlp_deferred_cuda) */
+    int fused;         /* CUDA, mlp decoder: colour in the marching thread, not deferred
+                        * (vx_volume_set_mlp_deferred_cuda) */
 } vx__bench_target;
 
 static int vx__bench_open(const vx_cli_common *cc, const vx_scene *s, int use_cuda, vx__bench_target *t) {
@@ -95,7 +96,7 @@ static int vx__bench_one(const vx_cli_common *cc, const vx_scene *s, vx__bench_t
     if (use_cuda) {
         vx_cuda_volume *cv = tg->cv;
         int ok = 1;
-        vx_volume_set_mlp_deferred_cuda(cv, tg->deferred);
+        vx_volume_set_mlp_deferred_cuda(cv, !tg->fused);
         for (int i = -3; i < frames && ok; i++) { /* three warm-up frames */
             float ms;
             ok = !vx_render_device_cuda(cv, &cam, 0, &ms, &samples, &hit);
@@ -129,7 +130,7 @@ static int vx__bench_one(const vx_cli_common *cc, const vx_scene *s, vx__bench_t
     if (use_cuda) snprintf(rate_s, sizeof rate_s, "%.2f G", samples / (med * 1e-3) / 1e9);
     else snprintf(rate_s, sizeof rate_s, "%.1f M", samples / (med * 1e-3) / 1e6);
     char name[sizeof s->name + 8];
-    snprintf(name, sizeof name, "%s%s", s->name, tg->deferred ? " dfr" : "");
+    snprintf(name, sizeof name, "%s%s", s->name, tg->fused ? " fused" : "");
     printf("  %-10s %4dx%-4d %4dx%-4d %-7s %7s %9.3f %9.0f %9s %10s %8.1f %6.0f%%\n", name, s->grid.nx,
            s->grid.nz, w, h, store, mib_s, med, 1e3 / med, e2e_s, rate_s, hit ? (double)samples / hit : 0.0,
            100 * empty);
@@ -209,13 +210,13 @@ static int vx__bench_render(int argc, char **argv) {
             if (vx__bench_open(&cc, &s, use_cuda, &tg)) { vx_scene_free(&s); goto fail; }
             fprintf(stderr, "voxray: bench render: %s %s ready to render in %.1f s\n", scenes[k],
                     use_cuda ? (stores[st] ? "f16" : "f32") : "cpu", tg.ready_s);
-            int ways = 1; /* the mlp decoder on CUDA: fused, then deferred */
+            int ways = 1; /* the mlp decoder on CUDA: deferred (the default), then fused */
 #ifdef VX_HAVE_CUDA
             if (use_cuda && tg.v.mp.dec.type == VX_DEC_MLP) ways = 2;
 #endif
             for (int z = 0; z < nsizes; z++)
                 for (int way = 0; way < ways; way++) {
-                    tg.deferred = way;
+                    tg.fused = way;
                     if (vx__bench_one(&cc, &s, &tg, sizes[z][0], sizes[z][1], frames)) {
                         vx__bench_close(&tg);
                         vx_scene_free(&s);

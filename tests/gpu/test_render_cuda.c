@@ -104,22 +104,30 @@ static void grid_init(vx_grid *g, int nx, int ny, int nz, int nc) {
     snprintf(g->source, sizeof g->source, "random %dx%dx%dx%d", nx, ny, nz, nc);
 }
 
-/* The mlp decoder's deferred colour (render.cu) against the fused kernel's frame `got` of
- * the same volume and the CPU's `ref`: the same sums in the same order, so within float
- * rounding of the fused frame; the same march, so the same opacity, depth and samples; and
- * a second deferred frame (buffers reused) equal to the first bit for bit. */
-static void check_deferred(const char *what, vx_cuda_volume *cv, const vx_camera *cam, const vx_frame *got,
+/* The mlp decoder's two ways on the same volume: the deferred colour (render.cu, the
+ * default, which rendered `dflt`) and the fused kernel (the network in the marching
+ * thread), each against the CPU's `ref`; the same sums in the same order, so within float
+ * rounding of each other; the same march, so the same opacity, depth and samples; a second
+ * deferred frame (buffers reused) equal to the first bit for bit, and to `dflt`. */
+static void check_deferred(const char *what, vx_cuda_volume *cv, const vx_camera *cam, const vx_frame *dflt,
                            const vx_frame *ref) {
-    vx_frame d1, d2;
+    vx_frame d1, d2, fused;
+    const vx_frame *got = &fused;
     OK(vx_frame_alloc(&d1, cam->width, cam->height, 1));
     OK(vx_frame_alloc(&d2, cam->width, cam->height, 1));
+    OK(vx_frame_alloc(&fused, cam->width, cam->height, 1));
+    vx_volume_set_mlp_deferred_cuda(cv, 0);
+    OK(vx_render_cuda(cv, cam, &fused));
     vx_volume_set_mlp_deferred_cuda(cv, 1);
     OK(vx_render_cuda(cv, cam, &d1));
     OK(vx_render_cuda(cv, cam, &d2));
-    vx_volume_set_mlp_deferred_cuda(cv, 0);
     char w2[128];
+    snprintf(w2, sizeof w2, "%s fused", what);
+    compare_frames(w2, &fused, ref);
     snprintf(w2, sizeof w2, "%s deferred", what);
     compare_frames(w2, &d1, ref);
+    size_t npx = (size_t)cam->width * cam->height;
+    assert_memory_equal(d1.rgb, dflt->rgb, npx * 3 * sizeof(float)); /* the default is deferred */
     size_t np = (size_t)cam->width * cam->height;
     double e = max_diff(d1.rgb, got->rgb, np * 3, NULL), ea = max_diff(d1.alpha, got->alpha, np, NULL);
     double ed = max_diff(d1.depth, got->depth, np, NULL);
@@ -132,6 +140,7 @@ static void check_deferred(const char *what, vx_cuda_volume *cv, const vx_camera
     assert_memory_equal(d1.rgb, d2.rgb, np * 3 * sizeof(float));
     vx_frame_free(&d1);
     vx_frame_free(&d2);
+    vx_frame_free(&fused);
 }
 
 /* Render with CUDA (volume built from m) and the CPU reference, compare. The CPU uses
