@@ -46,11 +46,15 @@ fit() { # NAME DATASET SECONDS ARGS...
     local rc=$?
     echo "-- $name: rc=$rc, $(( $(date +%s) - t0 )) s wall"
     if [ $rc -ne 0 ]; then tail -5 "$out/$name.fit.log"; return $rc; fi
-    # the renders of the views FIT.md looks at, flat in OUTDIR/renders (the device tool
-    # does not bring back the fit's val/ tree)
-    mkdir -p "$out/renders"
-    find "$out/$name/val" -name 'r_8.png' -o -name 'r_16.png' -o -name 'r_40.png' -o -name 'r_80.png' 2>/dev/null |
-        while read -r f; do cp "$f" "$out/renders/${name}_$(basename "$(dirname "$f")")_$(basename "$f")"; done
+    # the renders of the views FIT.md looks at, as one tar a run (the device tool brings back
+    # 8 files, 2 folders down): the fit writes held-out view K as val/final_K.png, K the
+    # view's place in the log's per-view table
+    awk '$1 ~ /\.png$/ && $2 ~ /^[0-9.]+$/ { n = $1; sub(/.*\//, "", n); sub(/\.png$/, "", n);
+        if (n == "r_8" || n == "r_16" || n == "r_40" || n == "r_80") printf "%s %03d\n", n, k; k++ }' \
+        "$out/$name.fit.log" | while read -r view k; do
+            [ -f "$out/$name/val/final_$k.png" ] && cp "$out/$name/val/final_$k.png" "$out/${name}_$view.png"
+        done
+    (cd "$out" && ls "${name}"_r_*.png > /dev/null 2>&1 && tar cf "$name.renders.tar" "${name}"_r_*.png && rm -f "${name}"_r_*.png)
     [ -f "$out/summary.md" ] || sh "$here/fit_summary.sh" --header > "$out/summary.md"
     sh "$here/fit_summary.sh" "$out/$name.fit.log" "$name" "$* $extra" "$(( $(date +%s) - t0 ))" | tee -a "$out/summary.md"
 }
