@@ -860,9 +860,10 @@ extern "C" int vx_fit_adam_step_cuda(vx_fit_device *g, const vx_fit_hparams *h, 
 extern "C" int vx_fit_adam_step_mlp_cuda(vx_fit_device *g, const vx_fit_hparams *h, float lr) {
     if (!g->m.mlp_layers) return 0;
     float bc1 = (float)(1.0 - pow(h->beta1, (double)g->m.t)), bc2 = (float)(1.0 - pow(h->beta2, (double)g->m.t));
-    int n = vx_mlp_weight_count(g->m.mlp_layers);
-    vx_fit_mlp_adam_kernel<<<vx_ceil_div((size_t)n, 256), 256>>>(g->d_mlp, g->d_mlp_m, g->d_mlp_v, g->d_mlp_grad, n, lr,
-                                                                  h->beta1, h->beta2, h->eps, bc1, bc2);
+    int n = vx_mlp_weight_count(g->m.mlp_layers), lo, hi;
+    vx_mlp_dir_cut(h->mlp_dir_terms, &lo, &hi);
+    vx_fit_mlp_adam_kernel<<<vx_ceil_div((size_t)n, 256), 256>>>(g->d_mlp, g->d_mlp_m, g->d_mlp_v, g->d_mlp_grad, n, lo,
+                                                                  hi, lr, h->beta1, h->beta2, h->eps, bc1, bc2);
     VX_LAUNCH_CHECK("vx_fit_mlp_adam_kernel");
     return 0;
 }

@@ -209,10 +209,14 @@ vx_fit_mlp_wgrad_kernel(const vx_fit_mlp_record *__restrict__ rec, unsigned long
 }
 
 /* Adam on the weights (dense), consuming their gradient: the twin of vx_fit_adam_step_mlp_cpu. */
-__global__ void vx_fit_mlp_adam_kernel(float *w, float *mom, float *var, float *grad, int n, float lr, float b1,
-                                       float b2, float eps, float bc1, float bc2) {
+__global__ void vx_fit_mlp_adam_kernel(float *w, float *mom, float *var, float *grad, int n, int cut_lo, int cut_hi,
+                                       float lr, float b1, float b2, float eps, float bc1, float bc2) {
     int k = blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= n) return;
+    if (k >= cut_lo && k < cut_hi) { /* vx_mlp_dir_cut: held at zero, as vx_fit_adam_step_mlp_cpu */
+        w[k] = mom[k] = var[k] = grad[k] = 0.0f;
+        return;
+    }
     float gk = grad[k];
     grad[k] = 0.0f;
     vx_fit_adam_update(w + k, mom + k, var + k, gk, lr, b1, b2, eps, bc1, bc2, 0);

@@ -62,6 +62,17 @@ VX_HD void vx_decoder_set_mlp(vx_decoder *d, int layers, const float *w) {
 /* Offset of the output layer (W2 [3][64], then b2 [3]) and the total weight count. */
 VX_HD int vx_mlp_out_offset(int layers) { return VX_MLP_L1 + (layers == 2 ? VX_MLP_L1_SIZE : 0); }
 VX_HD int vx_mlp_weight_count(int layers) { return vx_mlp_out_offset(layers) + 3 * VX_MLP_WIDTH + 3; }
+/* The packed first-layer weights [*lo, *hi) that read the view direction's SH terms past
+ * the first `terms` (1, 4 or 9: degree 0, 1 or 2; 0 or 16: none): `fit --mlp-dir-degree`
+ * holds them at zero, so the network sees the direction up to that degree and a renderer
+ * multiplying the other terms by zero needs no change. */
+VX_HD void vx_mlp_dir_cut(int terms, int *lo, int *hi) {
+    *lo = *hi = 0;
+    if (terms > 0 && terms < 16) {
+        *lo = (VX_MLP_FEATURES + terms) * VX_MLP_WIDTH;
+        *hi = VX_MLP_IN * VX_MLP_WIDTH;
+    }
+}
 
 /* Channels a decoder needs. */
 VX_HD int vx_decoder_channels(const vx_decoder *d) {

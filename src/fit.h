@@ -37,6 +37,9 @@ typedef struct {
                                  * 0 or 2 batched over the step's samples (kernels/cuda_fit.h) */
     int jitter;                 /* training rays through a random point of their pixel, not
                                  * its centre (vx_fit_pixel_point, fit_march.h) */
+    int mlp_dir_terms;          /* mlp decoder: the view direction's SH terms the network may
+                                 * use, 1, 4 or 9 (0: all 16); the others' first-layer
+                                 * weights stay zero (vx_mlp_dir_cut, decode.h) */
 } vx_fit_hparams;
 
 void vx_fit_hparams_default(vx_fit_hparams *h);
@@ -160,6 +163,9 @@ void vx_fit_adam_step_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr_sig
 /* Adam on the mlp decoder's weights (dense: every sample uses every weight), step size lr;
  * after vx_fit_adam_step_cpu, whose step count it shares. No-op for the sh decoder. */
 void vx_fit_adam_step_mlp_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr);
+/* Zero the mlp weights (and their moments) that vx_mlp_dir_cut(terms) cuts off; the Adam
+ * steps of both backends keep them zero (h->mlp_dir_terms). No-op without the mlp. */
+void vx_fit_mlp_dir_cut_cpu(vx_fit_model *f, int terms);
 
 /* Rebuild the occupancy grid from the current densities (cells of `cell` voxels). */
 int vx_fit_occupancy_build_cpu(vx_fit_model *f, int cell);

@@ -200,6 +200,7 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
     long long rays = 0;
     int rc = -1;
     f->sparse_fit = !cfg->dense;
+    vx_fit_mlp_dir_cut_cpu(f, cfg->hp.mlp_dir_terms); /* before the first step, not only after */
     if (!t.ops || t.ops->create(&t.b, f, train, cfg->batch) || t.ops->update_params(t.b, cfg->stop)) goto done;
     if (cfg->error_map > 0) {
         if (vx_fit_errmap_init(&map, train, cfg->error_map, cfg->batch)) goto done;

@@ -252,6 +252,63 @@ static void test_adam_weights(void **state) {
     vx_fit_model_free(&f);
 }
 
+/* `fit --mlp-dir-degree`: vx_mlp_dir_cut names exactly the first-layer weights of the
+ * direction's terms past the kept ones; the cut zeroes them, Adam keeps them zero (and
+ * consumes their gradient) while every other weight moves; with degree 0 the decoded
+ * colour no longer depends on the view direction, with degree 3 nothing is cut. */
+static void test_dir_cut(void **state) {
+    (void)state;
+    int lo, hi;
+    vx_mlp_dir_cut(0, &lo, &hi);
+    assert_true(lo == hi);
+    vx_mlp_dir_cut(16, &lo, &hi);
+    assert_true(lo == hi);
+    vx_mlp_dir_cut(4, &lo, &hi);
+    assert_int_equal(lo, (VX_MLP_FEATURES + 4) * VX_MLP_WIDTH);
+    assert_int_equal(hi, VX_MLP_B0);
+    for (int layers = 1; layers <= 2; layers++)
+        for (int deg = 0; deg <= 3; deg++) {
+            int terms = (deg + 1) * (deg + 1);
+            vx_fit_model f;
+            random_mlp_model(&f, layers);
+            vx_fit_hparams h;
+            vx_fit_hparams_default(&h);
+            h.mlp_dir_terms = terms;
+            int nw = vx_mlp_weight_count(layers);
+            float *before = malloc((size_t)nw * sizeof(float));
+            vx_fit_mlp_dir_cut_cpu(&f, terms);
+            vx_mlp_dir_cut(terms, &lo, &hi);
+            for (int i = 0; i < nw; i++) assert_true((i >= lo && i < hi) ? f.mlp[i] == 0.0f : f.mlp[i] != 0.0f);
+            for (int step = 0; step < 3; step++) {
+                memcpy(before, f.mlp, (size_t)nw * sizeof(float));
+                for (int i = 0; i < nw; i++) f.mlp_grad[i] = (float)vx_test_uniform(0.01, 1) * (vx_test_rand() < 0.5 ? 1 : -1);
+                f.t++;
+                vx_fit_adam_step_mlp_cpu(&f, &h, 0.01f);
+                for (int i = 0; i < nw; i++) {
+                    assert_true(f.mlp_grad[i] == 0.0f);
+                    if (i >= lo && i < hi) assert_true(f.mlp[i] == 0.0f && f.mlp_m[i] == 0.0f && f.mlp_v[i] == 0.0f);
+                    else assert_true(f.mlp[i] != before[i]);
+                }
+            }
+            /* the colour of random features seen from random directions */
+            float raw[VX_MLP_CHANNELS], c0[3], c1[3];
+            int differs = 0;
+            for (int k = 0; k < 20; k++) {
+                for (int c = 0; c < VX_MLP_CHANNELS; c++) raw[c] = (float)vx_test_uniform(-1, 1);
+                raw[0] = (float)vx_test_uniform(0.1, 1); /* density: the network runs only where it is > 0 */
+                vx_vec3 d0 = vx_norm(vx_v3((float)vx_test_uniform(-1, 1), (float)vx_test_uniform(-1, 1), 0.5f));
+                vx_vec3 d1 = vx_norm(vx_v3((float)vx_test_uniform(-1, 1), 0.5f, (float)vx_test_uniform(-1, 1)));
+                vx_decode_mlp(&f.mp.dec, f.mlp, layers, raw, d0, c0);
+                vx_decode_mlp(&f.mp.dec, f.mlp, layers, raw, d1, c1);
+                differs += memcmp(c0, c1, sizeof c0) != 0;
+            }
+            if (deg == 0) assert_int_equal(differs, 0);
+            else assert_true(differs > 0);
+            free(before);
+            vx_fit_model_free(&f);
+        }
+}
+
 /* The written scene (decoder mlp, mlp.npy beside the grid) renders as the model does: bit
  * for bit for float32 storage, within half precision for float16 bricks. */
 static void test_write_scene_roundtrip(void **state) {
@@ -363,7 +420,8 @@ int main(void) {
     vx_test_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ray_backward_grad), cmocka_unit_test(test_batch_sums_threads),
-        cmocka_unit_test(test_adam_weights), cmocka_unit_test(test_write_scene_roundtrip),
+        cmocka_unit_test(test_adam_weights), cmocka_unit_test(test_dir_cut),
+        cmocka_unit_test(test_write_scene_roundtrip),
         cmocka_unit_test(test_end_to_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -50,6 +50,8 @@ static void vx__fit_usage(FILE *o) {
             "                       (docs/FIT.md)\n"
             "  --mlp-layers L       the network's hidden layers of 64, 1 or 2 (default 2)\n"
             "  --lr-mlp A           Adam step size of the network's weights (default 0.001)\n"
+            "  --mlp-dir-degree D   the view direction reaches the network as SH up to degree D,\n"
+            "                       0..3 (default 3; lower: less view-dependent colour to learn)\n"
             "  --mlp-kernel K       CUDA: batched (default: tiled products over the step's\n"
             "                       samples) or per-ray (the network inside the ray kernel)\n"
             "  --val-every K        validation renders every K iterations, 0: only at the end\n"
@@ -176,7 +178,7 @@ int vx_cmd_fit(int argc, char **argv) {
                                        "--val-views", "--val-split", "--downscale", "--bbox", "--step", "--seed",
                                        "--lr-sigma", "--lr-sh", "--lr-final", "--tv-sigma", "--tv-sh", "--tv-until",
                                        "--backend", "--max-seconds", "--stage-ends", "--sparsity", "--distortion", "--error-map", "--crop-keep",
-                                       "--decoder", "--mlp-layers", "--lr-mlp", "--mlp-kernel"};
+                                       "--decoder", "--mlp-layers", "--lr-mlp", "--mlp-kernel", "--mlp-dir-degree"};
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             if (!strcmp(a, valued[k]) && !need) {
                 snprintf(msg, sizeof msg, "%s needs a value", a);
@@ -194,6 +196,11 @@ int vx_cmd_fit(int argc, char **argv) {
             else { snprintf(msg, sizeof msg, "--decoder %s: expected sh or mlp", dn); return vx_cli_usage_error("fit", msg); }
         }
         else if (!strcmp(a, "--mlp-layers")) bad = vx_parse_int(a, argv[++i], 1, 2, &mlp_layers);
+        else if (!strcmp(a, "--mlp-dir-degree")) {
+            int deg;
+            bad = vx_parse_int(a, argv[++i], 0, 3, &deg);
+            cfg.hp.mlp_dir_terms = (deg + 1) * (deg + 1);
+        }
         else if (!strcmp(a, "--lr-mlp")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_mlp = (float)dv; }
         else if (!strcmp(a, "--mlp-kernel")) {
             const char *kn = argv[++i];
@@ -275,6 +282,8 @@ int vx_cmd_fit(int argc, char **argv) {
         vx_fit_config_cuda_defaults(&cfg, set);
         vx__print_cuda_defaults(&cfg, set);
     }
+    if (cfg.hp.mlp_dir_terms && cfg.hp.mlp_dir_terms < 16 && !use_mlp)
+        fprintf(stderr, "voxray: fit: --mlp-dir-degree has no effect without --decoder mlp\n");
     if (cfg.hp.mlp_kernel && !use_mlp)
         fprintf(stderr, "voxray: fit: --mlp-kernel has no effect without --decoder mlp\n");
     else if (cfg.hp.mlp_kernel && cfg.backend != VX_BACKEND_CUDA)

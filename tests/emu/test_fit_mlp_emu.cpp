@@ -154,15 +154,20 @@ static void test_per_ray_kernel(void **state) {
 }
 
 /* The weights' Adam kernel against vx_fit_adam_step_mlp_cpu, a few steps from random
- * gradients: the same update, and the gradient consumed (zero afterwards). */
+ * gradients: the same update, and the gradient consumed (zero afterwards); with the
+ * direction's higher terms cut (fit --mlp-dir-degree) on the second pass, their weights
+ * zero on both. */
 static void test_adam_kernel(void **state) {
     (void)state;
-    for (int layers = 1; layers <= 2; layers++) {
+    for (int pass = 0; pass < 4; pass++) {
+        int layers = 1 + pass % 2;
         vx_fit_model f;
         random_mlp_model(&f, layers, 0);
         vx_fit_hparams hp;
         vx_fit_hparams_default(&hp);
-        int nw = vx_mlp_weight_count(layers);
+        hp.mlp_dir_terms = pass < 2 ? 0 : 4 + 5 * (pass % 2);
+        int nw = vx_mlp_weight_count(layers), lo, hi;
+        vx_mlp_dir_cut(hp.mlp_dir_terms, &lo, &hi);
         std::vector<float> w(f.mlp, f.mlp + nw), m(nw, 0.0f), v(nw, 0.0f), g(nw);
         for (int step = 1; step <= 3; step++) {
             for (int k = 0; k < nw; k++) f.mlp_grad[k] = g[k] = (float)uni(-1e-2, 1e-2);
@@ -170,9 +175,10 @@ static void test_adam_kernel(void **state) {
             vx_fit_adam_step_mlp_cpu(&f, &hp, hp.lr_mlp);
             float bc1 = (float)(1.0 - pow(hp.beta1, (double)step)), bc2 = (float)(1.0 - pow(hp.beta2, (double)step));
             vx_emu_launch(dim3((unsigned)((nw + 255) / 256)), dim3(256), vx_fit_mlp_adam_kernel, w.data(), m.data(),
-                          v.data(), g.data(), nw, hp.lr_mlp, hp.beta1, hp.beta2, hp.eps, bc1, bc2);
+                          v.data(), g.data(), nw, lo, hi, hp.lr_mlp, hp.beta1, hp.beta2, hp.eps, bc1, bc2);
             for (int k = 0; k < nw; k++) {
                 assert_true(g[k] == 0.0f && f.mlp_grad[k] == 0.0f);
+                if (k >= lo && k < hi) assert_true(w[k] == 0.0f && f.mlp[k] == 0.0f);
                 if (fabs(w[k] - f.mlp[k]) > 1e-7 * fmax(1.0, fabs(f.mlp[k])))
                     fail_msg("layers %d, step %d, weight %d: CPU %.9g kernel %.9g", layers, step, k, f.mlp[k], w[k]);
             }
