@@ -378,6 +378,7 @@ extern "C" void vx_fit_set_ray_reg_cuda(vx_fit_device *g, float sparsity, float 
     g->m.reg_distortion = distortion;
 }
 extern "C" void vx_fit_set_jitter_cuda(vx_fit_device *g, int on) { g->jitter = on != 0; }
+extern "C" void vx_fit_set_rgbper_cuda(vx_fit_device *g, float weight) { g->m.reg_rgbper = weight; }
 extern "C" void vx_fit_profile_cuda(vx_fit_device *g, int on) { g->profile = on; }
 extern "C" void vx_fit_mlp_timings_cuda(vx_fit_device *g, double ms[5], double *samples) {
     for (int k = 0; k < 5; k++) { ms[k] = g->prof_mlpb[k]; g->prof_mlpb[k] = 0.0; }
@@ -647,7 +648,8 @@ static int vx__rays_mlp_batched(vx_fit_device *g, const vx_fit_ray_src *src, int
             VX_LAUNCH_CHECK("vx_fit_mlpb_forward_kernel");
         }
         VX__MB_T(1);
-        vx_fit_mlpb_composite_kernel<<<rb, 128>>>(g->m.mp, *src, list, m, scale, g->mb, d_rgb, g->d_sum);
+        vx_fit_mlpb_composite_kernel<<<rb, 128>>>(g->m.mp, *src, list, m, scale, g->m.reg_rgbper / (float)n, g->mb,
+                                                   d_rgb, g->d_sum);
         VX_LAUNCH_CHECK("vx_fit_mlpb_composite_kernel");
         VX__MB_T(2);
         if (S) {
@@ -670,6 +672,9 @@ static int vx__rays_mlp_batched(vx_fit_device *g, const vx_fit_ray_src *src, int
 /* Launch version 2 for this model's SH degree; the instantiation with the regularisers
  * only when one is on, so the default kernel is the one measured before they existed. */
 static int vx__rays_v2(vx_fit_device *g, const vx_fit_ray_src *src, int n, float *d_rgb) {
+    if (g->m.reg_rgbper > 0.0f && !(g->m.mlp_layers && g->mlp_kernel == 2))
+        return vx_error("fit: the per-point colour loss (--rgbper) has a CUDA kernel only in the mlp decoder's "
+                        "batched step");
     if (g->m.mlp_layers)
         return g->mlp_kernel == 2 ? vx__rays_mlp_batched(g, src, n, d_rgb) : vx__rays_mlp(g, src, n, d_rgb);
     int bs = 128;
@@ -707,6 +712,7 @@ extern "C" int vx_fit_rays_backward_cuda(vx_fit_device *g, const vx_fit_batch *b
         vx_cuda_upload(g->d_target, b->target, bytes))
         return -1;
     if (g->version == 1 && g->m.mlp_layers) return vx_error("fit: ray kernel version 1 has no mlp decoder");
+    if (g->version == 1 && g->m.reg_rgbper > 0.0f) return vx_error("fit: ray kernel version 1 has no per-point colour loss");
     if (g->version == 2) {
         vx_fit_ray_src src;
         memset(&src, 0, sizeof src);

@@ -37,6 +37,9 @@ typedef struct {
                                  * 0 or 2 batched over the step's samples (kernels/cuda_fit.h) */
     int jitter;                 /* training rays through a random point of their pixel, not
                                  * its centre (vx_fit_pixel_point, fit_march.h) */
+    float rgbper;               /* per-point colour loss (DirectVoxGO's weight_rgbper): rgbper/n
+                                 * x sum over rays and composited samples of T alpha |c_k - C_gt|^2,
+                                 * T alpha held constant (vx_fit_px_loss, fit_march.h); 0: off */
     int mlp_dir_terms;          /* mlp decoder: the view direction's SH terms the network may
                                  * use, 1, 4 or 9 (0: all 16); the others' first-layer
                                  * weights stay zero (vx_mlp_dir_cut, decode.h) */
@@ -72,6 +75,7 @@ typedef struct {
                                  * turns it on only while pruning statistics are collected) */
     float reg_sparsity, reg_distortion; /* the rays step's regulariser weights per ray (the
                                  * hparams'; the step divides them by the batch), 0 after init */
+    float reg_rgbper;           /* the per-point colour loss's weight (hparams' rgbper), 0 after init */
     double reg_loss;            /* the last CPU rays step's regulariser term (batch mean) */
     /* Storage. table == NULL: dense, voxel (x, y, z) is entry (z*ny + y)*nx + x of every
      * per-voxel array. Otherwise bricked (sparse): 8^3-voxel bricks in pool slots, voxel
@@ -147,9 +151,10 @@ void vx_fit_zero_grad_cpu(vx_fit_model *f);
 
 /* Forward + backward of the MSE loss over a batch: adds dL/d data into f->grad, raises
  * f->wmax, writes the rendered colours into out_rgb (n*3, may be NULL). Returns the mean
- * squared error per channel (the loss). With f->reg_sparsity or f->reg_distortion set the
- * gradient includes the ray regularisers (their batch mean goes to f->reg_loss, not into
- * the returned loss, which stays the photometric one that training reports as PSNR). */
+ * squared error per channel (the loss). With f->reg_sparsity, f->reg_distortion or
+ * f->reg_rgbper set the gradient includes the ray regularisers (their batch mean goes to
+ * f->reg_loss, not into the returned loss, which stays the photometric one that training
+ * reports as PSNR). */
 double vx_fit_rays_backward_cpu(vx_fit_model *f, const vx_fit_batch *b, float *out_rgb);
 
 /* TV on a random subset (fraction of voxels, chosen from seed), weighted per channel

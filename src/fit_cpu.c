@@ -301,11 +301,13 @@ double vx_fit_rays_backward_cpu(vx_fit_model *f, const vx_fit_batch *b, float *o
         vx_fit_reg_sums sums;
         vx_ray_result fwd = on ? vx_fit_march_reg(m, &L, f->data, f->occ, o, d, &sums)
                                : vx_fit_march(m, &L, f->data, f->occ, o, d);
-        float g[3];
+        float g[3], pl = 0.0f;
         loss += vx_fit_mse_backward(fwd.rgb, b->target + 3 * r, scale, g);
         if (on) rloss += vx_fit_reg_loss(&reg, &sums);
+        vx_fit_px_loss px = {b->target + 3 * r, f->reg_rgbper / (float)b->n, &pl};
         vx_fit_march_backward_ex(m, &L, f->data, f->occ, o, d, &fwd, g, f->grad, f->track_wmax ? f->wmax : NULL, NULL,
-                                 on ? &reg : NULL, &sums, tg ? tg + (size_t)tid * nw : NULL);
+                                 on ? &reg : NULL, &sums, tg ? tg + (size_t)tid * nw : NULL, &px);
+        rloss += pl;
         if (out_rgb)
             for (int c = 0; c < 3; c++) out_rgb[3 * r + c] = fwd.rgb[c];
     }

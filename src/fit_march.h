@@ -388,6 +388,16 @@ VX_HD vx_ray_result vx_fit_march_reg(const vx_march_params *m, const vx_fit_inde
     return r;
 }
 
+/* The per-point colour loss of one ray (DirectVoxGO's rgbper; fit --rgbper): weight x
+ * sum over the composited samples of w_k |c_k - target|^2, with w_k = T alpha held
+ * constant, so it reaches the colours only: dL/dc_k = 2 weight w_k (c_k - target). The
+ * host's backward adds the ray's term to *loss. */
+typedef struct {
+    const float *target;
+    float weight;
+    float *loss;
+} vx_fit_px_loss;
+
 /* The backward op: the forward fetch and decode, and a visit that turns each composited
  * sample into dL/d(grid). */
 VX_HD void vx_fit_backward_visit(void *op, const vx_composite *c, const vx_sample *s, const float *rgb, float w);
@@ -404,6 +414,7 @@ typedef struct vx_fit_backward_op {
 #ifndef __CUDA_ARCH__      /* host only, like the mlp branch of the visit below */
     vx_vec3 dir;            /* the ray's direction (the mlp decoder's backward) */
     float *mlp_grad;        /* dL/d(mlp weights), or NULL */
+    const vx_fit_px_loss *px; /* the per-point colour loss, or NULL */
 #endif
     VX_MARCH_OP_FUNCS(vx_fit_forward_sample, vx_fit_backward_visit)
 } vx_fit_backward_op;
@@ -419,6 +430,15 @@ VX_HD void vx_fit_backward_visit(void *op, const vx_composite *c, const vx_sampl
                                     c->T, s->tm, s->tb - s->ta);
 #ifndef __CUDA_ARCH__ /* the CUDA fit trains the mlp decoder with fit_mlp.cuh's kernels (version 1
                        * refuses it), so device code leaves the branch out and v1 compiles as before */
+    if (f->px) { /* the batched mlp kernel's twin: vx_fit_mlpb_composite_kernel */
+        float l = 0.0f;
+        for (int ch = 0; ch < 3; ch++) {
+            float e = rgb[ch] - f->px->target[ch];
+            drgb[ch] += 2.0f * f->px->weight * w * e;
+            l += e * e;
+        }
+        *f->px->loss += f->px->weight * w * l;
+    }
     if (m->dec.type == VX_DEC_MLP)
         vx_fit_decode_mlp_backward(&m->dec, f->fwd.raw, f->dir, dsigma, drgb, draw, f->mlp_grad);
     else
@@ -441,17 +461,19 @@ VX_HD void vx_fit_backward_visit(void *op, const vx_composite *c, const vx_sampl
  * entry is raised to the sample's weight T*alpha (pruning statistics). Writes the colour
  * recomputed by this pass (equals fwd) to recomputed when not NULL. reg: the regularisers'
  * weights, whose gradient is added too (NULL or both 0: none); sums is then the ray's
- * forward sums from vx_fit_march_reg. */
+ * forward sums from vx_fit_march_reg. px: the per-point colour loss (host only; NULL: off). */
 VX_HD void vx_fit_march_backward_ex(const vx_march_params *m, const vx_fit_index *L, const float *data,
                                     const unsigned char *occ, vx_vec3 o, vx_vec3 d, const vx_ray_result *fwd,
                                     const float *g, float *grad, float *wmax, float *recomputed, const vx_fit_reg *reg,
-                                    const vx_fit_reg_sums *sums, float *mlp_grad) {
+                                    const vx_fit_reg_sums *sums, float *mlp_grad, const vx_fit_px_loss *px) {
     vx_fit_backward_op f;
 #ifndef __CUDA_ARCH__
     f.dir = d;
     f.mlp_grad = mlp_grad;
+    f.px = px && px->weight > 0.0f ? px : NULL;
 #else
     (void)mlp_grad;
+    (void)px;
 #endif
     f.fwd = vx_fit_forward_op_make(m, L, data);
     VX_MARCH_OP_INIT(&f.fwd.op, vx_fit_forward_sample, vx_fit_backward_visit);
@@ -473,7 +495,7 @@ VX_HD void vx_fit_march_backward(const vx_march_params *m, const vx_fit_index *L
                                  const unsigned char *occ, vx_vec3 o, vx_vec3 d, const vx_ray_result *fwd,
                                  const float *g, float *grad, float *wmax, float *recomputed, const vx_fit_reg *reg,
                                  const vx_fit_reg_sums *sums) {
-    vx_fit_march_backward_ex(m, L, data, occ, o, d, fwd, g, grad, wmax, recomputed, reg, sums, NULL);
+    vx_fit_march_backward_ex(m, L, data, occ, o, d, fwd, g, grad, wmax, recomputed, reg, sums, NULL, NULL);
 }
 
 /* ---- resampling ---------------------------------------------------------------------------- */

@@ -71,9 +71,11 @@ static void mlp_ref(const double *w, int layers, const double *feat, vx_vec3 d, 
 }
 
 /* g . C of one ray in double: vx_march's samples (positions in float the same way),
- * trilinear weights, network and compositing in double from a double grid and weights. */
-static double ray_ref(const vx_march_params *m, const double *grid, const double *w, int layers, vx_vec3 o,
-                      vx_vec3 d, const double *g) {
+ * trilinear weights, network and compositing in double from a double grid and weights;
+ * plus, with target, the per-point colour loss px x sum_k T_k a_k |c_k - target|^2. */
+static double ray_ref_px(const vx_march_params *m, const double *grid, const double *w, int layers, vx_vec3 o,
+                         vx_vec3 d, const double *g, const float *target, double px) {
+    double lpx = 0.0;
     float t0, t1;
     vx_vec3 oi = vx_affine_point(m->w2i, o), di = vx_affine_dir(m->w2i, d);
     double T = 1.0, C[3] = {0, 0, 0};
@@ -93,10 +95,17 @@ static double ray_ref(const vx_march_params *m, const double *grid, const double
             if (!(sigma > 0)) continue;
             mlp_ref(w, layers, raw + 1, d, rgb);
             for (int c = 0; c < 3; c++) C[c] += T * a * rgb[c];
+            if (target)
+                for (int c = 0; c < 3; c++) lpx += px * T * a * (rgb[c] - target[c]) * (rgb[c] - target[c]);
             T *= 1.0 - a;
         }
     }
-    return g[0] * (C[0] + T * m->bg[0]) + g[1] * (C[1] + T * m->bg[1]) + g[2] * (C[2] + T * m->bg[2]);
+    return g[0] * (C[0] + T * m->bg[0]) + g[1] * (C[1] + T * m->bg[1]) + g[2] * (C[2] + T * m->bg[2]) + lpx;
+}
+
+static double ray_ref(const vx_march_params *m, const double *grid, const double *w, int layers, vx_vec3 o,
+                      vx_vec3 d, const double *g) {
+    return ray_ref_px(m, grid, w, layers, o, d, g, NULL, 0.0);
 }
 
 /* |analytic - fd| <= tol_rel * (largest |fd|) + tol_abs for every entry */
@@ -148,7 +157,7 @@ static void test_ray_backward_grad(void **state) {
         vx_fit_index_of(&f, &L);
         vx_ray_result fwd = vx_fit_march(&f.mp, &L, f.data, NULL, o, d);
         float rec[3];
-        vx_fit_march_backward_ex(&f.mp, &L, f.data, NULL, o, d, &fwd, gf, f.grad, NULL, rec, NULL, NULL, f.mlp_grad);
+        vx_fit_march_backward_ex(&f.mp, &L, f.data, NULL, o, d, &fwd, gf, f.grad, NULL, rec, NULL, NULL, f.mlp_grad, NULL);
         for (int q = 0; q < 3; q++) assert_true(fabs(rec[q] - fwd.rgb[q]) <= 1e-6f);
         double ref = ray_ref(&f.mp, grid, w, layers, o, d, g);
         assert_true(fabs(ref - (g[0] * fwd.rgb[0] + g[1] * fwd.rgb[1] + g[2] * fwd.rgb[2])) < 1e-4);
@@ -176,6 +185,68 @@ static void test_ray_backward_grad(void **state) {
             wan[k] = f.mlp_grad[i];
         }
         check_close(wan, wfd, 303, 2e-4, 1e-6, "mlp ray backward dL/dweights");
+        free(grid); free(an); free(fd); free(w);
+        vx_fit_model_free(&f);
+    }
+}
+
+/* The per-point colour loss (fit --rgbper) alone (dL/dC = 0): its value against the double
+ * reference, its gradient in every feature entry and 200 network weights against central
+ * differences of the reference (the sample weights T alpha depend on density only, so
+ * holding them constant changes nothing there), and none in the density channel, where the
+ * held weights keep it out. */
+static void test_rgbper_grad(void **state) {
+    (void)state;
+    for (int trial = 0; trial < 4; trial++) {
+        int layers = 1 + trial % 2;
+        vx_fit_model f;
+        random_mlp_model(&f, layers);
+        int nw = vx_mlp_weight_count(layers);
+        size_t n = (size_t)f.nx * f.ny * f.nz * f.nc;
+        double *grid = malloc(n * sizeof(double)), *an = malloc(n * sizeof(double)), *fd = malloc(n * sizeof(double));
+        double *w = malloc((size_t)nw * sizeof(double));
+        for (size_t i = 0; i < n; i++) grid[i] = f.data[i];
+        for (int i = 0; i < nw; i++) w[i] = f.mlp[i];
+        vx_vec3 o, d;
+        random_ray(&f, &o, &d);
+        double g0[3] = {0, 0, 0}, lambda = vx_test_uniform(0.05, 2.0);
+        float gf[3] = {0, 0, 0}, target[3], pl = 0.0f;
+        for (int c = 0; c < 3; c++) target[c] = (float)vx_test_rand();
+        vx_fit_zero_grad_cpu(&f);
+        vx_fit_index L;
+        vx_fit_index_of(&f, &L);
+        vx_ray_result fwd = vx_fit_march(&f.mp, &L, f.data, NULL, o, d);
+        vx_fit_px_loss px = {target, (float)lambda, &pl};
+        vx_fit_march_backward_ex(&f.mp, &L, f.data, NULL, o, d, &fwd, gf, f.grad, NULL, NULL, NULL, NULL, f.mlp_grad, &px);
+        double ref = ray_ref_px(&f.mp, grid, w, layers, o, d, g0, target, lambda);
+        fprintf(stderr, "rgbper: %d layer(s), weight %.3f: loss %.7g, reference %.7g\n", layers, lambda, pl, ref);
+        assert_true(ref > 1e-4 && fabs(pl - ref) <= 1e-5 * ref + 1e-7);
+        const double h = 1e-6;
+        int nf = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (i % f.nc == 0) { /* density: held out by the constant weights */
+                assert_true(f.grad[i] == 0.0f);
+                continue;
+            }
+            double v0 = grid[i];
+            grid[i] = v0 + h; double lp = ray_ref_px(&f.mp, grid, w, layers, o, d, g0, target, lambda);
+            grid[i] = v0 - h; double lm = ray_ref_px(&f.mp, grid, w, layers, o, d, g0, target, lambda);
+            grid[i] = v0;
+            fd[nf] = (lp - lm) / (2 * h);
+            an[nf++] = f.grad[i];
+        }
+        check_close(an, fd, nf, 2e-4, 1e-6, "rgbper dL/dfeatures");
+        double wan[200], wfd[200];
+        for (int k = 0; k < 200; k++) {
+            int i = (int)(vx_test_rand() * nw);
+            double v0 = w[i];
+            w[i] = v0 + h; double lp = ray_ref_px(&f.mp, grid, w, layers, o, d, g0, target, lambda);
+            w[i] = v0 - h; double lm = ray_ref_px(&f.mp, grid, w, layers, o, d, g0, target, lambda);
+            w[i] = v0;
+            wfd[k] = (lp - lm) / (2 * h);
+            wan[k] = f.mlp_grad[i];
+        }
+        check_close(wan, wfd, 200, 2e-4, 1e-6, "rgbper dL/dweights");
         free(grid); free(an); free(fd); free(w);
         vx_fit_model_free(&f);
     }
@@ -212,7 +283,7 @@ static void test_batch_sums_threads(void **state) {
         vx_fit_mse_backward(fwd.rgb, b.target + 3 * r, 1.0f / (3.0f * (float)b.n), g);
         memset(tmp, 0, (size_t)nw * sizeof(float));
         float *scratch = calloc(vx_fit_storage_voxels(&f) * f.nc, sizeof(float));
-        vx_fit_march_backward_ex(&f.mp, &L, f.data, f.occ, o, d, &fwd, g, scratch, NULL, NULL, NULL, NULL, tmp);
+        vx_fit_march_backward_ex(&f.mp, &L, f.data, f.occ, o, d, &fwd, g, scratch, NULL, NULL, NULL, NULL, tmp, NULL);
         free(scratch);
         for (int i = 0; i < nw; i++) one[i] += tmp[i];
     }
@@ -275,13 +346,16 @@ static void test_dir_cut(void **state) {
             vx_fit_hparams_default(&h);
             h.mlp_dir_terms = terms;
             int nw = vx_mlp_weight_count(layers);
-            float *before = malloc((size_t)nw * sizeof(float));
+            float *before = malloc((size_t)nw * sizeof(float)), *sign = malloc((size_t)nw * sizeof(float));
+            /* one sign a weight over the steps: alternating signs could cancel in Adam's first
+             * moment until a step falls under the weight's last bit (a false "did not move") */
+            for (int i = 0; i < nw; i++) sign[i] = vx_test_rand() < 0.5 ? 1.0f : -1.0f;
             vx_fit_mlp_dir_cut_cpu(&f, terms);
             vx_mlp_dir_cut(terms, &lo, &hi);
             for (int i = 0; i < nw; i++) assert_true((i >= lo && i < hi) ? f.mlp[i] == 0.0f : f.mlp[i] != 0.0f);
             for (int step = 0; step < 3; step++) {
                 memcpy(before, f.mlp, (size_t)nw * sizeof(float));
-                for (int i = 0; i < nw; i++) f.mlp_grad[i] = (float)vx_test_uniform(0.01, 1) * (vx_test_rand() < 0.5 ? 1 : -1);
+                for (int i = 0; i < nw; i++) f.mlp_grad[i] = (float)vx_test_uniform(0.01, 1) * sign[i];
                 f.t++;
                 vx_fit_adam_step_mlp_cpu(&f, &h, 0.01f);
                 for (int i = 0; i < nw; i++) {
@@ -305,6 +379,7 @@ static void test_dir_cut(void **state) {
             if (deg == 0) assert_int_equal(differs, 0);
             else assert_true(differs > 0);
             free(before);
+            free(sign);
             vx_fit_model_free(&f);
         }
 }
@@ -419,7 +494,8 @@ static void test_end_to_end(void **state) {
 int main(void) {
     vx_test_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ray_backward_grad), cmocka_unit_test(test_batch_sums_threads),
+        cmocka_unit_test(test_ray_backward_grad), cmocka_unit_test(test_rgbper_grad),
+        cmocka_unit_test(test_batch_sums_threads),
         cmocka_unit_test(test_adam_weights), cmocka_unit_test(test_dir_cut),
         cmocka_unit_test(test_write_scene_roundtrip),
         cmocka_unit_test(test_end_to_end),

@@ -71,6 +71,9 @@ static void vx__fit_usage(FILE *o) {
             "  --sparsity W         weight of the Cauchy sparsity loss on density, per ray: W x sum\n"
             "                       over the ray's samples of log(1 + 2 sigma^2) (default 0: off)\n"
             "  --distortion W       weight of the Mip-NeRF 360 distortion loss, per ray (default 0: off)\n"
+            "  --rgbper W           per-point colour loss (DirectVoxGO's): W x sum over each ray's\n"
+            "                       samples of weight x |sample colour - pixel|^2, the weights held\n"
+            "                       constant (default 0: off; CUDA: --decoder mlp only)\n"
             "  --error-map F        draw the share F (0..1) of each batch where the training photos\n"
             "                       are fitted worst: a map of tiles (1/50 of the photo side) holds\n"
             "                       each tile's recent squared error (default 0: uniform)\n"
@@ -177,7 +180,7 @@ int vx_cmd_fit(int argc, char **argv) {
         static const char *valued[] = {"-o", "--output", "--res", "--iters", "--batch", "--sh-degree", "--val-every",
                                        "--val-views", "--val-split", "--downscale", "--bbox", "--step", "--seed",
                                        "--lr-sigma", "--lr-sh", "--lr-final", "--tv-sigma", "--tv-sh", "--tv-until",
-                                       "--backend", "--max-seconds", "--stage-ends", "--sparsity", "--distortion", "--error-map", "--crop-keep",
+                                       "--backend", "--max-seconds", "--stage-ends", "--sparsity", "--distortion", "--rgbper", "--error-map", "--crop-keep",
                                        "--decoder", "--mlp-layers", "--lr-mlp", "--mlp-kernel", "--mlp-dir-degree"};
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             if (!strcmp(a, valued[k]) && !need) {
@@ -225,6 +228,7 @@ int vx_cmd_fit(int argc, char **argv) {
         else if (!strcmp(a, "--tv-sh")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.tv_sh = (float)dv; set |= VX_FIT_SET_TV; }
         else if (!strcmp(a, "--tv-until")) { bad = vx_parse_double(a, argv[++i], 0, 1, &dv); cfg.hp.tv_until = (float)dv; set |= VX_FIT_SET_TV; }
         else if (!strcmp(a, "--sparsity")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.sparsity = (float)dv; }
+        else if (!strcmp(a, "--rgbper")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.rgbper = (float)dv; }
         else if (!strcmp(a, "--distortion")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.distortion = (float)dv; }
         else if (!strcmp(a, "--error-map")) { bad = vx_parse_double(a, argv[++i], 0, 1, &dv); cfg.error_map = (float)dv; }
         else if (!strcmp(a, "--backend")) bad = vx_backend_parse(argv[++i], &backend);
@@ -281,6 +285,11 @@ int vx_cmd_fit(int argc, char **argv) {
         fprintf(stderr, "voxray: fit: training with CUDA on %s\n", device);
         vx_fit_config_cuda_defaults(&cfg, set);
         vx__print_cuda_defaults(&cfg, set);
+    }
+    if (cfg.hp.rgbper > 0 && cfg.backend == VX_BACKEND_CUDA && (!use_mlp || cfg.hp.mlp_kernel == 1)) {
+        rc = vx_cli_usage_error("fit", "--rgbper trains on CUDA with --decoder mlp and its batched kernel only "
+                                       "(--backend cpu takes it with either decoder)");
+        goto fail;
     }
     if (cfg.hp.mlp_dir_terms && cfg.hp.mlp_dir_terms < 16 && !use_mlp)
         fprintf(stderr, "voxray: fit: --mlp-dir-degree has no effect without --decoder mlp\n");

@@ -58,7 +58,8 @@ template <int LAYERS> static void run_batched(const vx_fit_model *f, const vx_fi
         unsigned long long S = rc[1], tiles = (S + VX_MLPB_TILE - 1) / VX_MLPB_TILE;
         unsigned grid = (unsigned)std::min<unsigned long long>(tiles, 3); /* persistent: several tiles a block */
         if (S) vx_emu_launch(dim3(grid), dim3(VX_MLPB_THREADS), vx_fit_mlpb_forward_kernel<LAYERS>, (const float *)f->mlp, B, S);
-        vx_emu_launch(dim3(rb), dim3(128), vx_fit_mlpb_composite_kernel, f->mp, src, list, m, scale, B, o->rgb.data(), &sum);
+        vx_emu_launch(dim3(rb), dim3(128), vx_fit_mlpb_composite_kernel, f->mp, src, list, m, scale,
+                      f->reg_rgbper / (float)n, B, o->rgb.data(), &sum);
         if (S) {
             vx_emu_launch(dim3(grid), dim3(VX_MLPB_THREADS), vx_fit_mlpb_backward_kernel<LAYERS>, (const float *)f->mlp, B, S,
                           o->wgrad.data());
@@ -113,6 +114,8 @@ static void check_against_cpu(int kernel) {
         vx_fit_model f;
         random_mlp_model(&f, layers, bricked);
         OK(vx_fit_occupancy_build_cpu(&f, 4));
+        /* the per-point colour loss (fit --rgbper) in the batched kernel's odd trials */
+        f.reg_rgbper = kernel == 2 && trial % 2 ? (float)uni(0.05, 0.5) : 0.0f;
         vx_fit_batch b;
         random_batch(&b, n);
         /* the kernels read the parameters before the CPU step changes anything */
@@ -128,9 +131,9 @@ static void check_against_cpu(int kernel) {
         vx_fit_zero_grad_cpu(&f);
         std::vector<float> rc((size_t)3 * n);
         double lc = vx_fit_rays_backward_cpu(&f, &b, rc.data());
-        print_message("%s kernel, %d layer(s), %s storage, %s buffer: %d pass(es), loss CPU %.9g kernel %.9g\n",
+        print_message("%s kernel, %d layer(s), %s storage, %s buffer, rgbper %.3f: %d pass(es), loss CPU %.9g kernel %.9g\n",
                       kernel == 2 ? "batched" : "per-ray", layers, f.table ? "bricked" : "dense",
-                      small ? "150-sample" : "full", o.passes, lc, o.loss);
+                      small ? "150-sample" : "full", f.reg_rgbper, o.passes, lc, o.loss);
         if (small) assert_true(o.passes > 1);
         assert_true(fabs(lc - o.loss) <= 1e-5 * lc + 1e-9);
         compare_most(rc.data(), o.rgb.data(), rc.size(), 1e-5, 1e-6, 0, "ray colours");

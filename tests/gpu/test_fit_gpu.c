@@ -617,9 +617,19 @@ static void test_mlp_step(void **state) {
         OK(vx_fit_model_upload_cuda(&g, &f, b.n));
         if (small) vx_fit_set_mlp_records_cuda(g, 300);
         OK(vx_fit_set_mlp_kernel_cuda(g, kernel));
-        print_message("trial %d: mlp, %s kernel, %d hidden layer(s), %s storage, %s record buffer\n", trial,
+        /* the per-point colour loss (fit --rgbper) in the batched kernel's odd trials; the
+         * per-ray kernel refuses it */
+        f.reg_rgbper = kernel == 2 && trial % 2 ? (float)uni(0.05, 0.5) : 0.0f;
+        if (kernel == 1) {
+            double lr;
+            vx_fit_set_rgbper_cuda(g, 0.1f);
+            assert_int_equal(vx_fit_rays_backward_cuda(g, &b, NULL, &lr), -1);
+            vx_clear_error();
+        }
+        vx_fit_set_rgbper_cuda(g, f.reg_rgbper);
+        print_message("trial %d: mlp, %s kernel, %d hidden layer(s), %s storage, %s record buffer, rgbper %.3f\n", trial,
                       kernel == 1 ? "per-ray" : "batched", layers, f.table ? "bricked" : "dense",
-                      small ? "300-record" : "full");
+                      small ? "300-record" : "full", f.reg_rgbper);
         OK(vx_fit_update_params_cuda(g, 1e-4f));
         OK(vx_fit_occupancy_build_cpu(&f, 4));
         OK(vx_fit_occupancy_build_cuda(g, 4));
