@@ -619,8 +619,9 @@ VX_HD void vx_fit_pick_pixel_map(const vx_fit_tiles *T, unsigned long long seed,
  * pixel coordinates of vx_camera_ray: the centre (j + 0.5, i + 0.5), or with T->jitter a
  * point uniform over the pixel's square from a second hash of (seed, r), independent of
  * the pixel choice. A photo's pixel is the average of the scene over its square (Blender
- * renders it antialiased); a model fitted only through the centres may store whatever
- * lies between them differently in every view (docs/FIT.md, session 15). */
+ * renders it antialiased), so jitter fits that average; measured on mic it blurs what a
+ * lattice about a pixel wide cannot hold as a step at the pixel's edge, and loses 0.2 to
+ * 0.4 dB (docs/FIT.md, session 15): off by default. */
 VX_HD void vx_fit_pixel_point(const vx_fit_tiles *T, unsigned long long seed, unsigned long long r, int i, int j,
                               float *px, float *py) {
     float fx = 0.5f, fy = 0.5f;
