@@ -472,6 +472,7 @@ static void test_end_to_end(void **state) {
     cfg.iters = VX_FIT_MLP_TEST_ITERS;
     cfg.batch = 512;
     cfg.seed = (uint64_t)(vx_test_rand() * 1e9);
+    if (getenv("VX_LRS")) cfg.hp.lr_sigma = (float)atof(getenv("VX_LRS"));
     cfg.val_every = 0;
     cfg.val_views = 4;
     cfg.log_every = 0;

@@ -13,12 +13,14 @@
 #   sanitize   compute-sanitizer memcheck and racecheck on test_fit_gpu's mlp tests
 #   variants   OUTDIR DATASET SECONDS NAME=ARGS...: one fit a variant (ARGS split on spaces,
 #              after the mlp decoder's flags), e.g. `variants out .mic 120 base= tv="--tv-until 1"`
+#   runs       the same without the mlp flags (the SH decoder unless ARGS say otherwise), e.g.
+#              `runs out .lego 300 sh2="--val-split test" lrs="--val-split test --lr-sigma 0.1"`
 # A failed GPU test stops `check` before anything is timed (a wrong kernel's speed is no news).
 # Extra fit args (e.g. --batch 131072) go to every fit of the step; the runs are named
 # after the step, so give each variant its own OUTDIR. Each fit adds its row (fit_summary.sh,
 # as fit_compare.sh writes them) to OUTDIR/summary.md.
 set -u
-step=${1:?usage: tools/fit_mlp_device.sh check|mic5|lego5|mic60-sh3|sanitize OUTDIR}
+step=${1:?usage: tools/fit_mlp_device.sh check|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
 out=${2:?usage: tools/fit_mlp_device.sh STEP OUTDIR [fit args]}
 shift 2
 BIN=${BIN:-.dev/bin}
@@ -80,12 +82,13 @@ check)
 mic5) fit mic300-mlpb .mic 300 $mlp ;;
 lego5) fit lego300-mlpb .lego 300 $mlp --val-split test ;;
 mic60-sh3) fit mic60-sh3 .mic 60 --sh-degree 3 ;;
-variants)
-    data=${1:?variants: DATASET SECONDS NAME=ARGS...} secs=${2:?variants: SECONDS}
+variants | runs)
+    [ "$step" = runs ] && mlp=""
+    data=${1:?$step: DATASET SECONDS NAME=ARGS...} secs=${2:?$step: SECONDS}
     shift 2
     extra="" rc=0
     for v in "$@"; do
-        case "$v" in *=*) ;; *) echo "fit_mlp_device.sh: variant '$v' is not NAME=ARGS" >&2; exit 2 ;; esac
+        case "$v" in *=*) ;; *) echo "fit_mlp_device.sh: $step: variant '$v' is not NAME=ARGS" >&2; exit 2 ;; esac
     done
     for v in "$@"; do
         # shellcheck disable=SC2086 # a variant's ARGS are a word list by design
