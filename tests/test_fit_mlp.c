@@ -17,11 +17,15 @@
 #include "render.h"
 
 /* The small end-to-end fit (300 steps of 512 rays, 16^3 then 24^3, one hidden layer) and
- * the held-out PSNR it must beat: over 40 fresh seeds it scored 24.2 dB at worst, median
- * 25.1, best 26.1; the untrained grey model scores 9 dB and a white image 12.4 dB (the SH
- * model's end-to-end test: median 24.6). */
+ * the held-out PSNR it must beat. With the default density step (--lr-sigma 0.5) about one
+ * seed in 15 ended near 21.6 dB instead of 25: the smallest orb's density died (relu, no
+ * gradient below zero) before the shared network had learned its colour, and nothing
+ * brought it back (docs/FIT.md, session 15). The test therefore trains at 0.1, where 40
+ * fresh seeds scored 31.9 dB at worst, median 32.9, best 33.8; the untrained grey model
+ * scores 9 dB and a white image 12.4 dB. */
 #define VX_FIT_MLP_TEST_ITERS 300
-#define VX_FIT_MLP_TEST_PSNR 22.0
+#define VX_FIT_MLP_TEST_LR_SIGMA 0.1f
+#define VX_FIT_MLP_TEST_PSNR 30.0
 
 /* A small random mlp model: lattice 3..5 per axis in a random box, `layers` hidden layers,
  * weights vx_mlp_init x 2 (outputs away from the flat middle of the sigmoid), density in
@@ -472,7 +476,7 @@ static void test_end_to_end(void **state) {
     cfg.iters = VX_FIT_MLP_TEST_ITERS;
     cfg.batch = 512;
     cfg.seed = (uint64_t)(vx_test_rand() * 1e9);
-    if (getenv("VX_LRS")) cfg.hp.lr_sigma = (float)atof(getenv("VX_LRS"));
+    cfg.hp.lr_sigma = VX_FIT_MLP_TEST_LR_SIGMA;
     cfg.val_every = 0;
     cfg.val_views = 4;
     cfg.log_every = 0;
