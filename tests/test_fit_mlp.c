@@ -136,61 +136,84 @@ static void random_ray(const vx_fit_model *f, vx_vec3 *o, vx_vec3 *d) {
     *d = vx_norm(vx_v3((float)(p[0] - e[0]), (float)(p[1] - e[1]), (float)(p[2] - e[2])));
 }
 
+/* One random ray through a random mlp model, with double copies of the grid and the
+ * weights for the reference to differentiate, and room for analytic and finite-difference
+ * values of every grid entry. */
+typedef struct {
+    vx_fit_model f;
+    vx_fit_index L;
+    int layers, nw;
+    size_t n;
+    double *grid, *w, *an, *fd;
+    vx_vec3 o, d;
+} fd_case;
+
+static void fd_case_init(fd_case *c, int layers) {
+    c->layers = layers;
+    random_mlp_model(&c->f, layers);
+    c->nw = vx_mlp_weight_count(layers);
+    c->n = (size_t)c->f.nx * c->f.ny * c->f.nz * c->f.nc;
+    c->grid = malloc(c->n * sizeof(double));
+    c->an = malloc(c->n * sizeof(double));
+    c->fd = malloc(c->n * sizeof(double));
+    c->w = malloc((size_t)c->nw * sizeof(double));
+    assert_true(c->grid && c->an && c->fd && c->w);
+    for (size_t i = 0; i < c->n; i++) c->grid[i] = c->f.data[i];
+    for (int i = 0; i < c->nw; i++) c->w[i] = c->f.mlp[i];
+    random_ray(&c->f, &c->o, &c->d);
+    vx_fit_zero_grad_cpu(&c->f);
+    vx_fit_index_of(&c->f, &c->L);
+}
+
+static void fd_case_free(fd_case *c) {
+    free(c->grid); free(c->an); free(c->fd); free(c->w);
+    vx_fit_model_free(&c->f);
+}
+
+/* The central difference of the reference (ray_ref_px with g, target, px) in entry i of v,
+ * the case's grid or weights. */
+static double fd_case_diff(fd_case *c, double *v, size_t i, const double *g, const float *target, double px) {
+    const double h = 1e-6, v0 = v[i];
+    v[i] = v0 + h;
+    double lp = ray_ref_px(&c->f.mp, c->grid, c->w, c->layers, c->o, c->d, g, target, px);
+    v[i] = v0 - h;
+    double lm = ray_ref_px(&c->f.mp, c->grid, c->w, c->layers, c->o, c->d, g, target, px);
+    v[i] = v0;
+    return (lp - lm) / (2 * h);
+}
+
 /* dL/d(grid) and dL/d(weights) of one ray against central differences: every grid entry,
  * and 300 random weights plus every bias of the output layer. */
 static void test_ray_backward_grad(void **state) {
     (void)state;
     for (int trial = 0; trial < 4; trial++) {
-        int layers = 1 + trial % 2;
-        vx_fit_model f;
-        random_mlp_model(&f, layers);
-        int nw = vx_mlp_weight_count(layers);
-        size_t n = (size_t)f.nx * f.ny * f.nz * f.nc;
-        double *grid = malloc(n * sizeof(double)), *an = malloc(n * sizeof(double)), *fd = malloc(n * sizeof(double));
-        double *w = malloc((size_t)nw * sizeof(double));
-        for (size_t i = 0; i < n; i++) grid[i] = f.data[i];
-        for (int i = 0; i < nw; i++) w[i] = f.mlp[i];
-        vx_vec3 o, d;
-        random_ray(&f, &o, &d);
+        fd_case c;
+        fd_case_init(&c, 1 + trial % 2);
         double g[3];
         float gf[3];
         for (int q = 0; q < 3; q++) { g[q] = vx_test_uniform(-1, 1); gf[q] = (float)g[q]; }
-        vx_fit_zero_grad_cpu(&f);
-        memset(f.mlp_grad, 0, (size_t)nw * sizeof(float));
-        vx_fit_index L;
-        vx_fit_index_of(&f, &L);
-        vx_ray_result fwd = vx_fit_march(&f.mp, &L, f.data, NULL, o, d);
+        vx_ray_result fwd = vx_fit_march(&c.f.mp, &c.L, c.f.data, NULL, c.o, c.d);
         float rec[3];
-        vx_fit_march_backward_ex(&f.mp, &L, f.data, NULL, o, d, &fwd, gf, f.grad, NULL, rec, NULL, NULL, f.mlp_grad, NULL);
+        vx_fit_march_backward_ex(&c.f.mp, &c.L, c.f.data, NULL, c.o, c.d, &fwd, gf, c.f.grad, NULL, rec, NULL, NULL,
+                                 c.f.mlp_grad, NULL);
         for (int q = 0; q < 3; q++) assert_true(fabs(rec[q] - fwd.rgb[q]) <= 1e-6f);
-        double ref = ray_ref(&f.mp, grid, w, layers, o, d, g);
+        double ref = ray_ref(&c.f.mp, c.grid, c.w, c.layers, c.o, c.d, g);
         assert_true(fabs(ref - (g[0] * fwd.rgb[0] + g[1] * fwd.rgb[1] + g[2] * fwd.rgb[2])) < 1e-4);
-        const double h = 1e-6;
-        for (size_t i = 0; i < n; i++) {
-            double v0 = grid[i];
-            grid[i] = v0 + h; double lp = ray_ref(&f.mp, grid, w, layers, o, d, g);
-            grid[i] = v0 - h; double lm = ray_ref(&f.mp, grid, w, layers, o, d, g);
-            grid[i] = v0;
-            fd[i] = (lp - lm) / (2 * h);
-            an[i] = f.grad[i];
+        for (size_t i = 0; i < c.n; i++) {
+            c.fd[i] = fd_case_diff(&c, c.grid, i, g, NULL, 0.0);
+            c.an[i] = c.f.grad[i];
         }
-        check_close(an, fd, (int)n, 2e-4, 1e-6, "mlp ray backward dL/dgrid");
+        check_close(c.an, c.fd, (int)c.n, 2e-4, 1e-6, "mlp ray backward dL/dgrid");
         int pick[303];
-        for (int k = 0; k < 300; k++) pick[k] = (int)(vx_test_rand() * nw);
-        for (int c = 0; c < 3; c++) pick[300 + c] = vx_mlp_out_offset(layers) + 3 * VX_MLP_WIDTH + c;
+        for (int k = 0; k < 300; k++) pick[k] = (int)(vx_test_rand() * c.nw);
+        for (int q = 0; q < 3; q++) pick[300 + q] = vx_mlp_out_offset(c.layers) + 3 * VX_MLP_WIDTH + q;
         double wan[303], wfd[303];
         for (int k = 0; k < 303; k++) {
-            int i = pick[k];
-            double v0 = w[i];
-            w[i] = v0 + h; double lp = ray_ref(&f.mp, grid, w, layers, o, d, g);
-            w[i] = v0 - h; double lm = ray_ref(&f.mp, grid, w, layers, o, d, g);
-            w[i] = v0;
-            wfd[k] = (lp - lm) / (2 * h);
-            wan[k] = f.mlp_grad[i];
+            wfd[k] = fd_case_diff(&c, c.w, (size_t)pick[k], g, NULL, 0.0);
+            wan[k] = c.f.mlp_grad[pick[k]];
         }
         check_close(wan, wfd, 303, 2e-4, 1e-6, "mlp ray backward dL/dweights");
-        free(grid); free(an); free(fd); free(w);
-        vx_fit_model_free(&f);
+        fd_case_free(&c);
     }
 }
 
@@ -202,57 +225,36 @@ static void test_ray_backward_grad(void **state) {
 static void test_rgbper_grad(void **state) {
     (void)state;
     for (int trial = 0; trial < 4; trial++) {
-        int layers = 1 + trial % 2;
-        vx_fit_model f;
-        random_mlp_model(&f, layers);
-        int nw = vx_mlp_weight_count(layers);
-        size_t n = (size_t)f.nx * f.ny * f.nz * f.nc;
-        double *grid = malloc(n * sizeof(double)), *an = malloc(n * sizeof(double)), *fd = malloc(n * sizeof(double));
-        double *w = malloc((size_t)nw * sizeof(double));
-        for (size_t i = 0; i < n; i++) grid[i] = f.data[i];
-        for (int i = 0; i < nw; i++) w[i] = f.mlp[i];
-        vx_vec3 o, d;
-        random_ray(&f, &o, &d);
+        fd_case c;
+        fd_case_init(&c, 1 + trial % 2);
         double g0[3] = {0, 0, 0}, lambda = vx_test_uniform(0.05, 2.0);
         float gf[3] = {0, 0, 0}, target[3], pl = 0.0f;
-        for (int c = 0; c < 3; c++) target[c] = (float)vx_test_rand();
-        vx_fit_zero_grad_cpu(&f);
-        vx_fit_index L;
-        vx_fit_index_of(&f, &L);
-        vx_ray_result fwd = vx_fit_march(&f.mp, &L, f.data, NULL, o, d);
+        for (int q = 0; q < 3; q++) target[q] = (float)vx_test_rand();
+        vx_ray_result fwd = vx_fit_march(&c.f.mp, &c.L, c.f.data, NULL, c.o, c.d);
         vx_fit_px_loss px = {target, (float)lambda, &pl};
-        vx_fit_march_backward_ex(&f.mp, &L, f.data, NULL, o, d, &fwd, gf, f.grad, NULL, NULL, NULL, NULL, f.mlp_grad, &px);
-        double ref = ray_ref_px(&f.mp, grid, w, layers, o, d, g0, target, lambda);
-        fprintf(stderr, "rgbper: %d layer(s), weight %.3f: loss %.7g, reference %.7g\n", layers, lambda, pl, ref);
+        vx_fit_march_backward_ex(&c.f.mp, &c.L, c.f.data, NULL, c.o, c.d, &fwd, gf, c.f.grad, NULL, NULL, NULL, NULL,
+                                 c.f.mlp_grad, &px);
+        double ref = ray_ref_px(&c.f.mp, c.grid, c.w, c.layers, c.o, c.d, g0, target, lambda);
+        fprintf(stderr, "rgbper: %d layer(s), weight %.3f: loss %.7g, reference %.7g\n", c.layers, lambda, pl, ref);
         assert_true(ref > 1e-4 && fabs(pl - ref) <= 1e-5 * ref + 1e-7);
-        const double h = 1e-6;
         int nf = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (i % f.nc == 0) { /* density: held out by the constant weights */
-                assert_true(f.grad[i] == 0.0f);
+        for (size_t i = 0; i < c.n; i++) {
+            if (i % c.f.nc == 0) { /* density: held out by the constant weights */
+                assert_true(c.f.grad[i] == 0.0f);
                 continue;
             }
-            double v0 = grid[i];
-            grid[i] = v0 + h; double lp = ray_ref_px(&f.mp, grid, w, layers, o, d, g0, target, lambda);
-            grid[i] = v0 - h; double lm = ray_ref_px(&f.mp, grid, w, layers, o, d, g0, target, lambda);
-            grid[i] = v0;
-            fd[nf] = (lp - lm) / (2 * h);
-            an[nf++] = f.grad[i];
+            c.fd[nf] = fd_case_diff(&c, c.grid, i, g0, target, lambda);
+            c.an[nf++] = c.f.grad[i];
         }
-        check_close(an, fd, nf, 2e-4, 1e-6, "rgbper dL/dfeatures");
+        check_close(c.an, c.fd, nf, 2e-4, 1e-6, "rgbper dL/dfeatures");
         double wan[200], wfd[200];
         for (int k = 0; k < 200; k++) {
-            int i = (int)(vx_test_rand() * nw);
-            double v0 = w[i];
-            w[i] = v0 + h; double lp = ray_ref_px(&f.mp, grid, w, layers, o, d, g0, target, lambda);
-            w[i] = v0 - h; double lm = ray_ref_px(&f.mp, grid, w, layers, o, d, g0, target, lambda);
-            w[i] = v0;
-            wfd[k] = (lp - lm) / (2 * h);
-            wan[k] = f.mlp_grad[i];
+            size_t i = (size_t)(vx_test_rand() * c.nw);
+            wfd[k] = fd_case_diff(&c, c.w, i, g0, target, lambda);
+            wan[k] = c.f.mlp_grad[i];
         }
         check_close(wan, wfd, 200, 2e-4, 1e-6, "rgbper dL/dweights");
-        free(grid); free(an); free(fd); free(w);
-        vx_fit_model_free(&f);
+        fd_case_free(&c);
     }
 }
 
