@@ -200,9 +200,9 @@ int vx_cmd_fit(int argc, char **argv) {
         }
         else if (!strcmp(a, "--mlp-layers")) bad = vx_parse_int(a, argv[++i], 1, 2, &mlp_layers);
         else if (!strcmp(a, "--mlp-dir-degree")) {
-            int deg;
+            int deg = 3;
             bad = vx_parse_int(a, argv[++i], 0, 3, &deg);
-            cfg.hp.mlp_dir_terms = (deg + 1) * (deg + 1);
+            if (!bad) cfg.hp.mlp_dir_terms = (deg + 1) * (deg + 1);
         }
         else if (!strcmp(a, "--lr-mlp")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_mlp = (float)dv; }
         else if (!strcmp(a, "--mlp-kernel")) {
