@@ -367,18 +367,13 @@ void vx_fit_mlp_dir_cut_cpu(vx_fit_model *f, int terms) {
 void vx_fit_adam_step_mlp_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr) {
     if (!f->mlp_layers) return;
     float bc1 = (float)(1.0 - pow(h->beta1, (double)f->t)), bc2 = (float)(1.0 - pow(h->beta2, (double)f->t));
-    int lo, hi;
-    vx_mlp_dir_cut(h->mlp_dir_terms, &lo, &hi);
     for (int i = 0, n = vx_mlp_weight_count(f->mlp_layers); i < n; i++) {
-        if (i >= lo && i < hi) { /* cut off from the direction's higher terms: held at zero */
-            f->mlp[i] = f->mlp_m[i] = f->mlp_v[i] = f->mlp_grad[i] = 0.0f;
-            continue;
-        }
         /* dense: every weight is shared by every sample, so every step moves it */
         vx_fit_adam_update(f->mlp + i, f->mlp_m + i, f->mlp_v + i, f->mlp_grad[i], lr, h->beta1, h->beta2, h->eps,
                            bc1, bc2, 0);
         f->mlp_grad[i] = 0.0f;
     }
+    vx_fit_mlp_dir_cut_cpu(f, h->mlp_dir_terms); /* the cut weights stay zero */
 }
 
 int vx_fit_occupancy_build_cpu(vx_fit_model *f, int cell) {
