@@ -648,8 +648,9 @@ static int vx__rays_mlp_batched(vx_fit_device *g, const vx_fit_ray_src *src, int
             VX_LAUNCH_CHECK("vx_fit_mlpb_forward_kernel");
         }
         VX__MB_T(1);
-        vx_fit_mlpb_composite_kernel<<<rb, 128>>>(g->m.mp, *src, list, m, scale, g->m.reg_rgbper / (float)n, g->mb,
-                                                   d_rgb, g->d_sum);
+        float pw = g->m.reg_rgbper / (float)n;
+        if (pw > 0.0f) vx_fit_mlpb_composite_kernel<true><<<rb, 128>>>(g->m.mp, *src, list, m, scale, pw, g->mb, d_rgb, g->d_sum);
+        else vx_fit_mlpb_composite_kernel<false><<<rb, 128>>>(g->m.mp, *src, list, m, scale, 0.0f, g->mb, d_rgb, g->d_sum);
         VX_LAUNCH_CHECK("vx_fit_mlpb_composite_kernel");
         VX__MB_T(2);
         if (S) {

@@ -58,8 +58,13 @@ template <int LAYERS> static void run_batched(const vx_fit_model *f, const vx_fi
         unsigned long long S = rc[1], tiles = (S + VX_MLPB_TILE - 1) / VX_MLPB_TILE;
         unsigned grid = (unsigned)std::min<unsigned long long>(tiles, 3); /* persistent: several tiles a block */
         if (S) vx_emu_launch(dim3(grid), dim3(VX_MLPB_THREADS), vx_fit_mlpb_forward_kernel<LAYERS>, (const float *)f->mlp, B, S);
-        vx_emu_launch(dim3(rb), dim3(128), vx_fit_mlpb_composite_kernel, f->mp, src, list, m, scale,
-                      f->reg_rgbper / (float)n, B, o->rgb.data(), &sum);
+        float pw = f->reg_rgbper / (float)n;
+        if (pw > 0.0f)
+            vx_emu_launch(dim3(rb), dim3(128), vx_fit_mlpb_composite_kernel<true>, f->mp, src, list, m, scale, pw, B,
+                          o->rgb.data(), &sum);
+        else
+            vx_emu_launch(dim3(rb), dim3(128), vx_fit_mlpb_composite_kernel<false>, f->mp, src, list, m, scale, 0.0f, B,
+                          o->rgb.data(), &sum);
         if (S) {
             vx_emu_launch(dim3(grid), dim3(VX_MLPB_THREADS), vx_fit_mlpb_backward_kernel<LAYERS>, (const float *)f->mlp, B, S,
                           o->wgrad.data());
