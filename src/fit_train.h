@@ -49,7 +49,8 @@ void vx_fit_config_default(vx_fit_config *c);
 enum {
     VX_FIT_SET_RES = 1, VX_FIT_SET_STAGE_ENDS = 2, VX_FIT_SET_ITERS = 4, VX_FIT_SET_BATCH = 8,
     VX_FIT_SET_MAX_SECONDS = 16, VX_FIT_SET_VAL_EVERY = 32,
-    VX_FIT_SET_TV = 64 /* any of --tv-sigma, --tv-sh, --tv-until */
+    VX_FIT_SET_TV = 64, /* any of --tv-sigma, --tv-sh, --tv-until */
+    VX_FIT_SET_RGBPER = 128
 };
 /* A CUDA run's defaults for every option not in `set` (VX_FIT_SET_* bits): the recorded
  * schedule of docs/FIT.md: 128,256,512 ending at 0.1 and 0.3, 65536 rays a step,
@@ -57,8 +58,10 @@ enum {
  * every 10000 steps, and TV 1e-7 on density and SH until progress 0.3 ("TV early": +0.9 dB
  * on lego, +1.2 dB on mic at 60 s on the H200) when the first stage is at least 128 voxels
  * along every edge: at a 16^3 first stage TV early erased mic's thin cable for good
- * (docs/FIT.md, session 8). The CPU defaults stay those of vx_fit_config_default. */
-void vx_fit_config_cuda_defaults(vx_fit_config *c, unsigned set);
+ * (docs/FIT.md, session 8). With mlp_batched (the mlp decoder, its batched kernel), the
+ * per-point colour loss at 0.01 (--rgbper; +0.21 dB at 60 s and +0.25 at 120 s on mic on
+ * the H100, docs/FIT.md session 16). The CPU defaults stay those of vx_fit_config_default. */
+void vx_fit_config_cuda_defaults(vx_fit_config *c, unsigned set, int mlp_batched);
 
 typedef struct {
     double loss_first, loss_last; /* training loss: mean of the first 20 iterations, and a running

@@ -2117,7 +2117,7 @@ static void test_cuda_defaults(void **state) {
     vx_fit_config c, d;
     vx_fit_config_default(&d);
     c = d;
-    vx_fit_config_cuda_defaults(&c, 0); /* nothing given: the recorded mic run */
+    vx_fit_config_cuda_defaults(&c, 0, 0); /* nothing given: the recorded mic run */
     assert_int_equal(c.stages, 3);
     assert_int_equal(c.res[0][0], 128);
     assert_int_equal(c.res[1][1], 256);
@@ -2132,10 +2132,21 @@ static void test_cuda_defaults(void **state) {
     assert_true(d.hp.tv_sigma == 0 && d.hp.tv_sh == 0); /* the CPU default: no TV */
     assert_true(c.hp.tv_sigma == 1e-7f && c.hp.tv_sh == 1e-7f && c.hp.tv_until == 0.3f); /* TV early */
     assert_true(c.hp.tv_until == (float)c.stage_end[1]); /* the two coarse stages exactly */
+    assert_true(d.hp.rgbper == 0 && c.hp.rgbper == 0); /* SH: no per-point colour loss (no kernel has it) */
+
+    /* the mlp decoder's batched kernel: the per-point colour loss at 0.01, unless given */
+    c = d;
+    vx_fit_config_cuda_defaults(&c, 0, 1);
+    assert_true(c.hp.rgbper == 0.01f);
+    assert_true(c.hp.tv_sigma == 1e-7f); /* the rest as for SH */
+    c = d;
+    c.hp.rgbper = 0.0f; /* --rgbper 0 */
+    vx_fit_config_cuda_defaults(&c, VX_FIT_SET_RGBPER, 1);
+    assert_true(c.hp.rgbper == 0.0f);
 
     /* any TV option given: the three stay the user's (here TV off by --tv-sigma 0 alone) */
     c = d;
-    vx_fit_config_cuda_defaults(&c, VX_FIT_SET_TV);
+    vx_fit_config_cuda_defaults(&c, VX_FIT_SET_TV, 0);
     assert_int_equal(c.stages, 3);
     assert_true(c.hp.tv_sigma == 0 && c.hp.tv_sh == 0 && c.hp.tv_until == d.hp.tv_until);
 
@@ -2147,7 +2158,7 @@ static void test_cuda_defaults(void **state) {
     c.batch = 100;
     c.iters = 7;
     c.val_every = 3;
-    vx_fit_config_cuda_defaults(&c, VX_FIT_SET_RES | VX_FIT_SET_BATCH | VX_FIT_SET_ITERS | VX_FIT_SET_VAL_EVERY);
+    vx_fit_config_cuda_defaults(&c, VX_FIT_SET_RES | VX_FIT_SET_BATCH | VX_FIT_SET_ITERS | VX_FIT_SET_VAL_EVERY, 0);
     assert_int_equal(c.stages, 2);
     assert_int_equal(c.res[1][0], 64);
     assert_true(c.stage_end[0] == 0.0);
@@ -2160,13 +2171,13 @@ static void test_cuda_defaults(void **state) {
     /* a coarser first stage on any axis: no TV early (it erased mic's cable at 16^3) */
     c = d;
     c.res[0][2] = 127;
-    vx_fit_config_cuda_defaults(&c, VX_FIT_SET_RES);
+    vx_fit_config_cuda_defaults(&c, VX_FIT_SET_RES, 0);
     assert_true(c.hp.tv_sigma == 0 && c.hp.tv_sh == 0 && c.hp.tv_until == d.hp.tv_until);
 
     /* a time budget alone: no iteration limit, the given clock */
     c = d;
     c.max_seconds = 42;
-    vx_fit_config_cuda_defaults(&c, VX_FIT_SET_MAX_SECONDS | VX_FIT_SET_STAGE_ENDS);
+    vx_fit_config_cuda_defaults(&c, VX_FIT_SET_MAX_SECONDS | VX_FIT_SET_STAGE_ENDS, 0);
     assert_true(c.max_seconds == 42);
     assert_true(c.iters >= 10000000);
     assert_int_equal(c.stages, 3);

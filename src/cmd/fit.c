@@ -73,7 +73,8 @@ static void vx__fit_usage(FILE *o) {
             "  --distortion W       weight of the Mip-NeRF 360 distortion loss, per ray (default 0: off)\n"
             "  --rgbper W           per-point colour loss (DirectVoxGO's): W x sum over each ray's\n"
             "                       samples of weight x |sample colour - pixel|^2, the weights held\n"
-            "                       constant (default 0: off; CUDA: --decoder mlp only)\n"
+            "                       constant (default 0: off; CUDA: --decoder mlp only, where it\n"
+            "                       defaults to 0.01 with the batched kernel)\n"
             "  --error-map F        draw the share F (0..1) of each batch where the training photos\n"
             "                       are fitted worst: a map of tiles (1/50 of the photo side) holds\n"
             "                       each tile's recent squared error (default 0: uniform)\n"
@@ -154,6 +155,7 @@ static void vx__print_cuda_defaults(const vx_fit_config *c, unsigned set) {
     }
     if (!(set & VX_FIT_SET_TV) && c->hp.tv_sigma > 0)
         VX__ADD(" --tv-sigma %g --tv-sh %g --tv-until %g", c->hp.tv_sigma, c->hp.tv_sh, c->hp.tv_until);
+    if (!(set & VX_FIT_SET_RGBPER) && c->hp.rgbper > 0) VX__ADD(" --rgbper %g", c->hp.rgbper);
     if (!(set & VX_FIT_SET_BATCH)) VX__ADD(" --batch %d", c->batch);
     if (!(set & VX_FIT_SET_ITERS)) VX__ADD(" (no iteration limit)");
     if (!(set & (VX_FIT_SET_ITERS | VX_FIT_SET_MAX_SECONDS))) VX__ADD(" --max-seconds %g", c->max_seconds);
@@ -228,7 +230,7 @@ int vx_cmd_fit(int argc, char **argv) {
         else if (!strcmp(a, "--tv-sh")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.tv_sh = (float)dv; set |= VX_FIT_SET_TV; }
         else if (!strcmp(a, "--tv-until")) { bad = vx_parse_double(a, argv[++i], 0, 1, &dv); cfg.hp.tv_until = (float)dv; set |= VX_FIT_SET_TV; }
         else if (!strcmp(a, "--sparsity")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.sparsity = (float)dv; }
-        else if (!strcmp(a, "--rgbper")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.rgbper = (float)dv; }
+        else if (!strcmp(a, "--rgbper")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.rgbper = (float)dv; set |= VX_FIT_SET_RGBPER; }
         else if (!strcmp(a, "--distortion")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.distortion = (float)dv; }
         else if (!strcmp(a, "--error-map")) { bad = vx_parse_double(a, argv[++i], 0, 1, &dv); cfg.error_map = (float)dv; }
         else if (!strcmp(a, "--backend")) bad = vx_backend_parse(argv[++i], &backend);
@@ -283,7 +285,7 @@ int vx_cmd_fit(int argc, char **argv) {
     if (vx_backend_resolve(backend, "fit: training on the CPU", &cfg.backend, device, sizeof device)) goto fail;
     if (cfg.backend == VX_BACKEND_CUDA) {
         fprintf(stderr, "voxray: fit: training with CUDA on %s\n", device);
-        vx_fit_config_cuda_defaults(&cfg, set);
+        vx_fit_config_cuda_defaults(&cfg, set, use_mlp && cfg.hp.mlp_kernel != 1);
         vx__print_cuda_defaults(&cfg, set);
     }
     if (cfg.hp.rgbper > 0 && cfg.backend == VX_BACKEND_CUDA && (!use_mlp || cfg.hp.mlp_kernel == 1)) {
