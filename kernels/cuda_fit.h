@@ -62,7 +62,8 @@ void vx_fit_set_ray_reg_cuda(vx_fit_device *g, float sparsity, float distortion)
  * (0, the default), as vx_fit_sample_batch_map draws them with tiles->jitter. */
 void vx_fit_set_jitter_cuda(vx_fit_device *g, int on);
 /* The per-point colour loss's weight for the next ray steps (fit.h's reg_rgbper; the upload
- * copies the host model's): the mlp decoder's batched step only, others refuse it. */
+ * copies the host model's): the SH decoder's ray kernel version 2 and the mlp decoder's
+ * batched step; version 1 and the mlp's per-ray step refuse it. */
 void vx_fit_set_rgbper_cuda(vx_fit_device *g, float weight);
 /* Copy the device occupancy grid (vx_fit_occupancy_build_cuda's, count cells) to occ. */
 int vx_fit_occupancy_download_cuda(const vx_fit_device *g, unsigned char *occ, size_t count);

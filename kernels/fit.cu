@@ -673,9 +673,9 @@ static int vx__rays_mlp_batched(vx_fit_device *g, const vx_fit_ray_src *src, int
 /* Launch version 2 for this model's SH degree; the instantiation with the regularisers
  * only when one is on, so the default kernel is the one measured before they existed. */
 static int vx__rays_v2(vx_fit_device *g, const vx_fit_ray_src *src, int n, float *d_rgb) {
-    if (g->m.reg_rgbper > 0.0f && !(g->m.mlp_layers && g->mlp_kernel == 2))
-        return vx_error("fit: the per-point colour loss (--rgbper) has a CUDA kernel only in the mlp decoder's "
-                        "batched step");
+    if (g->m.reg_rgbper > 0.0f && g->m.mlp_layers && g->mlp_kernel != 2)
+        return vx_error("fit: the per-point colour loss (--rgbper) has no CUDA kernel in the mlp decoder's per-ray "
+                        "step (the batched one has it)");
     if (g->m.mlp_layers)
         return g->mlp_kernel == 2 ? vx__rays_mlp_batched(g, src, n, d_rgb) : vx__rays_mlp(g, src, n, d_rgb);
     int bs = 128;
@@ -685,13 +685,14 @@ static int vx__rays_v2(vx_fit_device *g, const vx_fit_ray_src *src, int n, float
     float *wmax = g->m.track_wmax ? g->d_wmax : NULL;
     vx_fit_index L = vx__index(g);
     vx_fit_reg reg = vx__reg(g, n);
-    int on = vx_fit_reg_on(&reg);
+    float pw = g->m.reg_rgbper / (float)n;
+    int on = vx_fit_reg_on(&reg) || pw > 0.0f;
     if (vx_cuda_zero(g->d_sum, sizeof(double))) return -1;
 #define VX__LAUNCH(D)                                                                                          \
-    (on ? vx_fit_rays_v2_kernel<D, true><<<blocks, bs>>>(g->m.mp, L, g->d_data, occ, *src, n, scale, reg,      \
+    (on ? vx_fit_rays_v2_kernel<D, true><<<blocks, bs>>>(g->m.mp, L, g->d_data, occ, *src, n, scale, reg, pw,  \
                                                          g->d_grad, wmax, d_rgb, g->d_sum)                     \
         : vx_fit_rays_v2_kernel<D, false><<<blocks, bs>>>(g->m.mp, L, g->d_data, occ, *src, n, scale, reg,     \
-                                                          g->d_grad, wmax, d_rgb, g->d_sum))
+                                                          0.0f, g->d_grad, wmax, d_rgb, g->d_sum))
     switch (g->m.sh_degree) {
     case 0: VX__LAUNCH(0); break;
     case 1: VX__LAUNCH(1); break;

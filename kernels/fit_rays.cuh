@@ -121,7 +121,8 @@ __device__ __forceinline__ void vx_fit_colour_window(const float *__restrict__ d
  * the colour is summed per corner (s_c = sum_j w_j sum_i k_jci b_i) so the interpolated
  * coefficients never materialise. visit() (backward) scatters dL/dgrid. REG: the ray
  * regularisers (fit_march.h) are on: the forward visit sums their terms, the backward adds
- * their density gradient (REG false compiles to the kernel without them). */
+ * their density gradient and the per-point colour loss's colour gradient, 2 pw w_k (c_k -
+ * target) (vx_fit_px_loss; pw 0: none) (REG false compiles to the kernel without them). */
 template <int DEG, bool BWD, bool REG> struct vx_fit_sh_op {
     static constexpr bool pieces = false; /* training marches whole rays (march.h) */
     const vx_march_params *m;
@@ -137,6 +138,7 @@ template <int DEG, bool BWD, bool REG> struct vx_fit_sh_op {
     vx_fit_reg reg;             /* REG: weights per ray */
     vx_fit_reg_sums sums;       /* REG: forward sums (written forward, read backward) */
     vx_fit_reg_run run;         /* REG backward: running sums */
+    float pw, tg[3];            /* REG backward: per-point colour weight (a ray) and target */
 
     static __device__ __forceinline__ float sample(void *op, const vx_sample *smp, vx_vec3 d, float *rgb);
     static __device__ __forceinline__ void visit(void *op, const vx_composite *cs, const vx_sample *smp,
@@ -202,7 +204,11 @@ __device__ __forceinline__ void vx_fit_sh_op<DEG, BWD, REG>::visit(void *op, con
     float draw0 = dsigma * f->m->dec.density_scale;
     float gc[3];
 #pragma unroll
-    for (int c = 0; c < 3; c++) gc[c] = f->s[c] + 0.5f > 0.0f ? wk * f->g[c] : 0.0f;
+    for (int c = 0; c < 3; c++) {
+        float gcol = f->g[c];
+        if constexpr (REG) gcol += 2.0f * f->pw * (rgb[c] - f->tg[c]);
+        gc[c] = f->s[c] + 0.5f > 0.0f ? wk * gcol : 0.0f;
+    }
 #pragma unroll
     for (int j = 0; j < 8; j++)
         if (f->w[j] != 0.0f && !vx_fit_is_null(f->L, f->idx[j]))
@@ -216,13 +222,14 @@ __device__ __forceinline__ void vx_fit_sh_op<DEG, BWD, REG>::visit(void *op, con
 /* One ray. BWD false: forward only, writes the composited colour to C (and with REG the
  * regularisers' sums to *sums). Otherwise C is the forward colour and g = dL/dC: marches
  * again and scatters dL/dgrid into grad (and raises wmax when not NULL); with REG the
- * regularisers' gradient (weights reg, the forward's *sums) is included. */
+ * regularisers' gradient (weights reg, the forward's *sums) is included, and the per-point
+ * colour loss's (weight pw, the pixel tg). */
 template <int DEG, bool BWD, bool REG>
 __device__ __forceinline__ void vx_fit_march_t(const vx_march_params &m, const vx_fit_index &L,
                                                const float *__restrict__ data,
                                                const unsigned char *__restrict__ occ, vx_vec3 o, vx_vec3 d, float *C,
                                                const float *g, float *grad, float *wmax, const vx_fit_reg &reg,
-                                               vx_fit_reg_sums &sums) {
+                                               vx_fit_reg_sums &sums, float pw, const float *tg) {
     vx_fit_sh_op<DEG, BWD, REG> f;
     f.m = &m;
     f.L = &L;
@@ -237,6 +244,8 @@ __device__ __forceinline__ void vx_fit_march_t(const vx_march_params &m, const v
         if constexpr (BWD) {
             f.sums = sums;
             f.run.W = f.run.S = f.run.P = 0.0f;
+            f.pw = pw;
+            for (int c = 0; c < 3; c++) f.tg[c] = tg[c];
         } else {
             f.sums.sparse = f.sums.W = f.sums.S = f.sums.D = f.sums.m0 = 0.0f;
             f.sums.n = 0;
@@ -285,7 +294,8 @@ __device__ __forceinline__ void vx_fit_block_loss(float l, double *loss_sum) {
 }
 
 /* The ray step: forward, loss, backward; per-block loss sums go to *loss_sum (the
- * photometric loss only; REG adds the regularisers' gradient, weights reg). The minimum
+ * photometric loss only; REG adds the regularisers' gradient, weights reg, and the
+ * per-point colour loss's, weight pw a ray). The minimum
  * of 4 blocks per SM keeps the occupancy of the hand-written loop this replaced: through
  * vx_march_run ptxas asked for 139 registers at degree 2 (was 113), i.e. 3 blocks; capped
  * at 128 it spills 48 bytes (sm_90, docs/BENCHMARKS.md has the timings). Degree 3 held 3
@@ -294,8 +304,8 @@ __device__ __forceinline__ void vx_fit_block_loss(float l, double *loss_sum) {
 template <int DEG, bool REG>
 __global__ void __launch_bounds__(128, 4)
 vx_fit_rays_v2_kernel(vx_march_params mp, vx_fit_index L, const float *__restrict__ data, const unsigned char *__restrict__ occ,
-                      vx_fit_ray_src src, int n, float scale, vx_fit_reg reg, float *grad, float *wmax, float *rgb_out,
-                      double *loss_sum) {
+                      vx_fit_ray_src src, int n, float scale, vx_fit_reg reg, float pw, float *grad, float *wmax,
+                      float *rgb_out, double *loss_sum) {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
     float l = 0.0f;
     if (r < n) {
@@ -316,9 +326,9 @@ vx_fit_rays_v2_kernel(vx_march_params mp, vx_fit_index L, const float *__restric
         }
         float C[3], g[3], tg[3] = {__ldg(target), __ldg(target + 1), __ldg(target + 2)};
         vx_fit_reg_sums sums;
-        vx_fit_march_t<DEG, false, REG>(mp, L, data, occ, o, d, C, NULL, NULL, NULL, reg, sums);
+        vx_fit_march_t<DEG, false, REG>(mp, L, data, occ, o, d, C, NULL, NULL, NULL, reg, sums, pw, tg);
         l = vx_fit_mse_backward(C, tg, scale, g);
-        vx_fit_march_t<DEG, true, REG>(mp, L, data, occ, o, d, C, g, grad, wmax, reg, sums);
+        vx_fit_march_t<DEG, true, REG>(mp, L, data, occ, o, d, C, g, grad, wmax, reg, sums, pw, tg);
         if (rgb_out)
             for (int c = 0; c < 3; c++) rgb_out[3 * r + c] = C[c];
         if (src.ray_err) src.ray_err[r] = vx_fit_ray_error(C, tg);
@@ -359,7 +369,7 @@ __global__ void vx_fit_render_kernel(vx_march_params mp, vx_fit_index L, const f
     float C[3];
     vx_fit_reg reg = {0.0f, 0.0f};
     vx_fit_reg_sums sums;
-    vx_fit_march_t<DEG, false, false>(mp, L, data, occ, o, d, C, NULL, NULL, NULL, reg, sums);
+    vx_fit_march_t<DEG, false, false>(mp, L, data, occ, o, d, C, NULL, NULL, NULL, reg, sums, 0.0f, NULL);
     float *out = rgb + ((size_t)py * cam.width + px) * 3;
     out[0] = C[0]; out[1] = C[1]; out[2] = C[2];
 }

@@ -204,11 +204,13 @@ static void random_model(vx_fit_model *f, int deg) {
 }
 
 /* g . C of one ray in double: same samples as vx_march (positions computed in float the
- * same way), trilinear weights, decoding and compositing in double from a double grid. */
-static double ray_ref(const vx_march_params *m, const double *grid, vx_vec3 o, vx_vec3 d, const double *g) {
+ * same way), trilinear weights, decoding and compositing in double from a double grid;
+ * with a target, plus the per-point colour loss px sum_k T_k alpha_k |c_k - target|^2. */
+static double ray_ref_px(const vx_march_params *m, const double *grid, vx_vec3 o, vx_vec3 d, const double *g,
+                         const float *target, double px) {
     float t0, t1;
     vx_vec3 oi = vx_affine_point(m->w2i, o), di = vx_affine_dir(m->w2i, d);
-    double T = 1.0, C[3] = {0, 0, 0};
+    double T = 1.0, C[3] = {0, 0, 0}, lpx = 0.0;
     if (vx_ray_box(m->box_lo, m->box_hi, oi, di, &t0, &t1)) {
         int n = vx_segment_count(t1 - t0, m->dt, m->max_segments), nb = (m->dec.sh_degree + 1) * (m->dec.sh_degree + 1);
         float b[16];
@@ -227,12 +229,18 @@ static double ray_ref(const vx_march_params *m, const double *grid, vx_vec3 o, v
             for (int c = 0; c < 3; c++) {
                 double s = 0.0;
                 for (int i = 0; i < nb; i++) s += raw[1 + c * nb + i] * b[i];
-                C[c] += T * a * fmax(s + 0.5, 0.0);
+                double col = fmax(s + 0.5, 0.0);
+                C[c] += T * a * col;
+                if (target) lpx += px * T * a * (col - target[c]) * (col - target[c]);
             }
             T *= 1.0 - a;
         }
     }
-    return g[0] * (C[0] + T * m->bg[0]) + g[1] * (C[1] + T * m->bg[1]) + g[2] * (C[2] + T * m->bg[2]);
+    return g[0] * (C[0] + T * m->bg[0]) + g[1] * (C[1] + T * m->bg[1]) + g[2] * (C[2] + T * m->bg[2]) + lpx;
+}
+
+static double ray_ref(const vx_march_params *m, const double *grid, vx_vec3 o, vx_vec3 d, const double *g) {
+    return ray_ref_px(m, grid, o, d, g, NULL, 0.0);
 }
 
 /* The ray regularisers of one ray in double, straight from their definitions (docs/FIT.md):
@@ -386,6 +394,66 @@ static void test_ray_reg_grad(void **state) {
         const char *what[3] = {"sparsity dL/dgrid", "distortion dL/dgrid", "colour + sparsity + distortion dL/dgrid"};
         check_close(an, fd, (int)n, 2e-4, 1e-6, what[mode]);
         free(grid); free(an); free(fd);
+        vx_fit_model_free(&f);
+    }
+}
+
+/* The per-point colour loss (fit --rgbper) with the SH decoder, alone and with the colour
+ * term: its value against ray_ref_px, dL/d(SH coefficients) against central differences
+ * (the weights T alpha depend on density only, so holding them constant changes nothing
+ * there), and the density channel's gradient that of the colour term alone (the held
+ * weights keep the per-point loss out of it). The mlp decoder's twin: test_fit_mlp.c. */
+static void test_rgbper_grad_sh(void **state) {
+    (void)state;
+    for (int trial = 0; trial < 8; trial++) {
+        vx_fit_model f;
+        random_model(&f, trial % 4);
+        size_t n = (size_t)f.nx * f.ny * f.nz * f.nc;
+        double *grid = malloc(n * sizeof(double)), *an = malloc(n * sizeof(double)), *fd = malloc(n * sizeof(double));
+        float *dens = malloc(n * sizeof(float));
+        for (size_t i = 0; i < n; i++) {
+            int c = (int)(i % f.nc);
+            f.data[i] = c == 0 ? (float)vx_test_uniform(-0.3, 1.5) : (float)vx_test_uniform(-0.3, 0.3);
+            grid[i] = f.data[i];
+        }
+        vx_vec3 o, d;
+        random_ray(&f, &o, &d);
+        double g[3] = {0, 0, 0}, lambda = vx_test_uniform(0.05, 2.0);
+        float gf[3] = {0, 0, 0}, target[3], pl = 0.0f;
+        if (trial % 2)
+            for (int q = 0; q < 3; q++) { g[q] = vx_test_uniform(-1, 1); gf[q] = (float)g[q]; }
+        for (int q = 0; q < 3; q++) target[q] = (float)vx_test_rand();
+        vx_fit_index L;
+        vx_fit_index_of(&f, &L);
+        vx_ray_result fwd = vx_fit_march(&f.mp, &L, f.data, NULL, o, d);
+        /* the colour term alone first: the density gradient the per-point loss must not change */
+        vx_fit_zero_grad_cpu(&f);
+        vx_fit_march_backward_ex(&f.mp, &L, f.data, NULL, o, d, &fwd, gf, f.grad, NULL, NULL, NULL, NULL, NULL, NULL);
+        memcpy(dens, f.grad, n * sizeof(float));
+        vx_fit_px_loss px = {target, (float)lambda, &pl};
+        vx_fit_zero_grad_cpu(&f);
+        vx_fit_march_backward_ex(&f.mp, &L, f.data, NULL, o, d, &fwd, gf, f.grad, NULL, NULL, NULL, NULL, NULL, &px);
+        double lpx = ray_ref_px(&f.mp, grid, o, d, g, target, lambda) - ray_ref(&f.mp, grid, o, d, g);
+        if (!(fabs(pl - lpx) <= 1e-5 * fabs(lpx) + 1e-7)) {
+            fprintf(stderr, "rgbper (SH %d): loss %.9g, reference %.9g\n", f.sh_degree, pl, lpx);
+            fail();
+        }
+        int nf = 0;
+        const double h = 1e-6;
+        for (size_t i = 0; i < n; i++) {
+            if (i % f.nc == 0) {
+                assert_true(f.grad[i] == dens[i]);
+                continue;
+            }
+            double v0 = grid[i];
+            grid[i] = v0 + h; double lp = ray_ref_px(&f.mp, grid, o, d, g, target, lambda);
+            grid[i] = v0 - h; double lm = ray_ref_px(&f.mp, grid, o, d, g, target, lambda);
+            grid[i] = v0;
+            fd[nf] = (lp - lm) / (2 * h);
+            an[nf++] = f.grad[i];
+        }
+        check_close(an, fd, nf, 2e-4, 1e-6, trial % 2 ? "colour + rgbper dL/dSH" : "rgbper dL/dSH");
+        free(grid); free(an); free(fd); free(dens);
         vx_fit_model_free(&f);
     }
 }
@@ -2188,7 +2256,7 @@ int main(void) {
     vx_test_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_composite_grad),   cmocka_unit_test(test_decode_grad),
-        cmocka_unit_test(test_trilinear_scatter), cmocka_unit_test(test_march_backward_grad),
+        cmocka_unit_test(test_trilinear_scatter), cmocka_unit_test(test_march_backward_grad), cmocka_unit_test(test_rgbper_grad_sh),
         cmocka_unit_test(test_ray_reg_grad),
         cmocka_unit_test(test_batch_backward),   cmocka_unit_test(test_mse_backward),
         cmocka_unit_test(test_adam),             cmocka_unit_test(test_tv_grad),

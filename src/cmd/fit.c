@@ -73,8 +73,7 @@ static void vx__fit_usage(FILE *o) {
             "  --distortion W       weight of the Mip-NeRF 360 distortion loss, per ray (default 0: off)\n"
             "  --rgbper W           per-point colour loss (DirectVoxGO's): W x sum over each ray's\n"
             "                       samples of weight x |sample colour - pixel|^2, the weights held\n"
-            "                       constant (default 0: off; CUDA: --decoder mlp only, where it\n"
-            "                       defaults to 0.01 with the batched kernel)\n"
+            "                       constant (default 0: off; on CUDA 0.01 with --decoder mlp)\n"
             "  --error-map F        draw the share F (0..1) of each batch where the training photos\n"
             "                       are fitted worst: a map of tiles (1/50 of the photo side) holds\n"
             "                       each tile's recent squared error (default 0: uniform)\n"
@@ -288,9 +287,9 @@ int vx_cmd_fit(int argc, char **argv) {
         vx_fit_config_cuda_defaults(&cfg, set, use_mlp && cfg.hp.mlp_kernel != 1);
         vx__print_cuda_defaults(&cfg, set);
     }
-    if (cfg.hp.rgbper > 0 && cfg.backend == VX_BACKEND_CUDA && (!use_mlp || cfg.hp.mlp_kernel == 1)) {
-        rc = vx_cli_usage_error("fit", "--rgbper trains on CUDA with --decoder mlp and its batched kernel only "
-                                       "(--backend cpu takes it with either decoder)");
+    if (cfg.hp.rgbper > 0 && cfg.backend == VX_BACKEND_CUDA && use_mlp && cfg.hp.mlp_kernel == 1) {
+        rc = vx_cli_usage_error("fit", "--rgbper has no CUDA kernel in the mlp decoder's per-ray step "
+                                       "(--mlp-kernel batched, the default, has it)");
         goto fail;
     }
     if (cfg.hp.mlp_dir_terms && cfg.hp.mlp_dir_terms < 16 && !use_mlp)

@@ -2,8 +2,8 @@
  * what `voxray fit` trains with) run on the CPU through tests/emu/cuda_emu.h and compared
  * with the CPU fit: colours, loss, dL/dgrid and max weights of one batch, SH degrees 0..3
  * (the aligned-window loads and scatters of degrees 1 and 3 included), dense and bricked
- * storage, with and without the ray regularisers. tests/gpu/test_fit_gpu.c checks the
- * same on the device. */
+ * storage, with and without the ray regularisers and the per-point colour loss.
+ * tests/gpu/test_fit_gpu.c checks the same on the device. */
 #include "emu/fit_emu.h"
 
 /* A random SH model: res^3 (8..12), densities partly negative, coefficients in
@@ -32,10 +32,11 @@ template <int DEG, bool REG> static void run_v2(const vx_fit_model *f, const vx_
     vx_fit_index_of(f, &L);
     vx_fit_ray_src src = host_src(b);
     vx_fit_reg reg = {f->reg_sparsity / (float)n, f->reg_distortion / (float)n};
+    float pw = REG ? f->reg_rgbper / (float)n : 0.0f;
     double sum = 0.0;
     vx_emu_launch(dim3((unsigned)((n + 127) / 128)), dim3(128), vx_fit_rays_v2_kernel<DEG, REG>, f->mp, L,
                   (const float *)data.data(), (const unsigned char *)(f->mp.occ_b ? f->occ : NULL), src, n,
-                  1.0f / (3.0f * (float)n), reg, o->grad.data(), f->track_wmax ? o->wmax.data() : (float *)NULL,
+                  1.0f / (3.0f * (float)n), reg, pw, o->grad.data(), f->track_wmax ? o->wmax.data() : (float *)NULL,
                   o->rgb.data(), &sum);
     o->loss = sum;
 }
@@ -48,11 +49,14 @@ template <int DEG> static void run_deg(const vx_fit_model *f, const vx_fit_batch
 static void test_rays_v2(void **state) {
     (void)state;
     for (int trial = 0; trial < 8; trial++) {
-        int deg = trial % 4, bricked = trial / 4, reg = trial % 3 == 2, n = 200;
+        /* reg: the ray regularisers (trials 2, 5) or the per-point colour loss alone (1, 7;
+         * its weight large enough that its gradient shows beside the photometric one) */
+        int deg = trial % 4, bricked = trial / 4, px = trial == 1 || trial == 7, reg = trial % 3 == 2 || px, n = 200;
         vx_fit_model f;
         random_sh_model(&f, deg, bricked);
-        f.reg_sparsity = reg ? (float)uni(0.01, 0.05) : 0.0f;
-        f.reg_distortion = reg ? (float)uni(0.2, 1.0) : 0.0f;
+        f.reg_sparsity = reg && !px ? (float)uni(0.01, 0.05) : 0.0f;
+        f.reg_distortion = reg && !px ? (float)uni(0.2, 1.0) : 0.0f;
+        f.reg_rgbper = px ? (float)uni(0.5, 2.0) : 0.0f;
         if (trial % 2) OK(vx_fit_occupancy_build_cpu(&f, 4));
         vx_fit_batch b;
         random_batch(&b, n);
@@ -66,8 +70,9 @@ static void test_rays_v2(void **state) {
         vx_fit_zero_grad_cpu(&f);
         std::vector<float> rc((size_t)3 * n);
         double lc = vx_fit_rays_backward_cpu(&f, &b, rc.data());
-        print_message("SH degree %d, %s storage, occupancy %s, regularisers %s: loss CPU %.9g kernel %.9g\n", deg,
-                      f.table ? "bricked" : "dense", f.mp.occ_b ? "on" : "off", reg ? "on" : "off", lc, o.loss);
+        print_message("SH degree %d, %s storage, occupancy %s, regularisers %s, rgbper %.3f: loss CPU %.9g kernel %.9g\n",
+                      deg, f.table ? "bricked" : "dense", f.mp.occ_b ? "on" : "off", reg && !px ? "on" : "off",
+                      f.reg_rgbper, lc, o.loss);
         assert_true(fabs(lc - o.loss) <= 1e-5 * lc + 1e-9);
         compare_most(rc.data(), o.rgb.data(), rc.size(), 1e-5, 1e-6, 0, "ray colours");
         size_t nv = vx_fit_storage_voxels(&f);

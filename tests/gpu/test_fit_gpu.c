@@ -172,17 +172,28 @@ static void test_rays_backward(void **state) {
         make_bricked(&f, (trial / 4) % 2);
         vx_fit_batch b;
         random_batch(&f, &b, 2000);
-        int occ = trial % 2, version = 1 + (trial / 2) % 2, reg = trial % 3 == 2;
+        int occ = trial % 2, version = 1 + (trial / 2) % 2, reg = trial % 3 == 2, px = trial % 4 == 3;
         /* the ray regularisers (sparsity, distortion) in every third trial: both versions,
-         * both storages, with and without occupancy over the 16 trials (the quick run: one) */
+         * both storages, with and without occupancy over the 16 trials (the quick run: one);
+         * the per-point colour loss (version 2 only: 1 refuses it) in every fourth, with them
+         * in trial 11 */
         f.reg_sparsity = reg ? (float)uni(0.01, 0.05) : 0.0f;
         f.reg_distortion = reg ? (float)uni(0.2, 1.0) : 0.0f;
+        f.reg_rgbper = px ? (float)uni(0.5, 2.0) : 0.0f;
         vx_fit_device *g;
         OK(vx_fit_model_upload_cuda(&g, &f, b.n));
         OK(vx_fit_set_ray_version_cuda(g, version));
         vx_fit_set_ray_reg_cuda(g, f.reg_sparsity, f.reg_distortion);
-        print_message("trial %d: kernel version %d, SH degree %d, occupancy %s, %s storage, regularisers %s\n", trial,
-                      version, f.sh_degree, occ ? "on" : "off", f.table ? "bricked" : "dense", reg ? "on" : "off");
+        if (version == 1) { /* refused, never ignored */
+            double lr;
+            vx_fit_set_rgbper_cuda(g, 0.1f);
+            assert_int_equal(vx_fit_rays_backward_cuda(g, &b, NULL, &lr), -1);
+            vx_clear_error();
+        }
+        vx_fit_set_rgbper_cuda(g, f.reg_rgbper);
+        print_message("trial %d: kernel version %d, SH degree %d, occupancy %s, %s storage, regularisers %s, rgbper %.3f\n",
+                      trial, version, f.sh_degree, occ ? "on" : "off", f.table ? "bricked" : "dense", reg ? "on" : "off",
+                      f.reg_rgbper);
         OK(vx_fit_update_params_cuda(g, 1e-4f));
         if (occ) { OK(vx_fit_occupancy_build_cpu(&f, 4)); OK(vx_fit_occupancy_build_cuda(g, 4)); }
         vx_fit_zero_grad_cpu(&f);
