@@ -26,7 +26,8 @@ static void vx__bench_fit_usage(FILE *o) {
                "wrote: sh or mlp decoder, relu density) as the model and DATASET's training views\n"
                "(every 8th held out, as fit does): median ms per step over K steps (default 20) of\n"
                "RAYS rays (default 131072) for ray kernel versions 1 and 2 (mlp: the per-ray and the\n"
-               "batched kernel), TV, Adam, occupancy and a whole step. The model is held as\n"
+               "batched kernel), version 2 (batched) with the per-point colour loss of --rgbper 0.01,\n"
+               "TV, Adam, occupancy and a whole step. The model is held as\n"
                "training holds it after the first stage: 8^3 bricks with alive voxels only\n"
                "(--dense: the whole lattice, as before bricked training).\n");
 }
@@ -103,6 +104,17 @@ static int vx__rays_mlp(vx_fit_device *g, void *ctx, int k, int kernel) {
 }
 static int vx__rays_mlp_per_ray(vx_fit_device *g, void *ctx, int k) { return vx__rays_mlp(g, ctx, k, 1); }
 static int vx__rays_mlp_batched(vx_fit_device *g, void *ctx, int k) { return vx__rays_mlp(g, ctx, k, 2); }
+/* The sampled-ray step with the per-point colour loss at 0.01 (fit --rgbper; the mlp
+ * decoder's CUDA default): SH runs version 2's regulariser instantiation, the mlp the
+ * batched composite kernel's second one. Off again after the call. */
+static int vx__rays_rgbper(vx_fit_device *g, void *ctx, int k) {
+    vx__bench_ctx *c = ctx;
+    double loss;
+    vx_fit_set_rgbper_cuda(g, 0.01f);
+    int rc = vx_fit_set_mlp_kernel_cuda(g, 2) || vx_fit_rays_sampled_cuda(g, c->batch, 1000 + (uint64_t)k, &loss);
+    vx_fit_set_rgbper_cuda(g, 0.0f);
+    return rc;
+}
 static int vx__tv(vx_fit_device *g, void *ctx, int k) {
     vx__bench_ctx *c = ctx;
     return vx_fit_tv_backward_cuda(g, c->hp.tv_sigma, c->hp.tv_sh, c->hp.tv_fraction, (uint64_t)k, c->hp.tv_eps, NULL);
@@ -230,6 +242,7 @@ int vx_bench_fit(int argc, char **argv) {
          mlp ? vx__rays_mlp_per_ray : vx__rays_v1, 1, 0},
         {mlp ? "rays, mlp batched kernel (device rays)" : "rays v2 (SH-specialised, device rays)",
          mlp ? vx__rays_mlp_batched : vx__rays_v2, 1, 0},
+        {mlp ? "rays, mlp batched, --rgbper 0.01" : "rays v2, --rgbper 0.01", vx__rays_rgbper, 1, 0},
         {"TV (10% of alive voxels)", vx__tv, 0, 0},
         {"Adam (alive voxels, dense)", vx__adam, 0, (double)alive * f.nc * 4 * 4 * 2},
         {"occupancy from alive voxels", vx__occ, 0, 0},
