@@ -27,9 +27,9 @@ static void vx__bench_fit_usage(FILE *o) {
                "(every 8th held out, as fit does): median ms per step over K steps (default 20) of\n"
                "RAYS rays (default 131072) for ray kernel versions 1 and 2 (mlp: the per-ray and the\n"
                "batched kernel), version 2 (batched) with the per-point colour loss of --rgbper 0.01,\n"
-               "TV, Adam, occupancy and a whole step. The model is held as\n"
-               "training holds it after the first stage: 8^3 bricks with alive voxels only\n"
-               "(--dense: the whole lattice, as before bricked training).\n");
+               "TV, Adam, occupancy and a whole step. The model is held as training holds it after\n"
+               "the first stage: 8^3 bricks with alive voxels only (--dense: the whole lattice, as\n"
+               "before bricked training).\n");
 }
 
 #ifdef VX_HAVE_CUDA
