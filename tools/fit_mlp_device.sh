@@ -8,6 +8,8 @@
 #   check  test_fit_gpu (quick) and test_render_cuda (the mlp's deferred colour against the
 #          fused kernel and the CPU), mic 60 s with --mlp-kernel batched, `bench fit` and
 #          `bench render` on that scene (fused and deferred rows)
+#   check-sh  test_fit_gpu (quick), a 20-s SH 3 mic fit and `bench fit` on it (the ray step
+#          with and without --rgbper: version 2's regulariser instantiation against the default)
 #   mic5   mic, 5 minutes, mlp batched        lego5  lego (test split), 5 minutes, mlp batched
 #   mic60-sh3  mic, 60 s, SH degree 3 (the baseline, same lease)
 #   sanitize   compute-sanitizer memcheck and racecheck on test_fit_gpu's mlp tests
@@ -20,7 +22,7 @@
 # after the step, so give each variant its own OUTDIR. Each fit adds its row (fit_summary.sh,
 # as fit_compare.sh writes them) to OUTDIR/summary.md.
 set -u
-step=${1:?usage: tools/fit_mlp_device.sh check|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
+step=${1:?usage: tools/fit_mlp_device.sh check|check-sh|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
 out=${2:?usage: tools/fit_mlp_device.sh STEP OUTDIR [fit args]}
 shift 2
 BIN=${BIN:-.dev/bin}
@@ -78,6 +80,16 @@ check)
     echo "-- bench render on the mlp scene (the issue's 100 frames/s bar), and its size on disk"
     "$VOXRAY" bench render "$out/mic60-mlpb" --size 800x800 --size 1920x1080 --stores f32,f16 2>&1 | tee "$out/bench_render.log"
     du -sh "$out/mic60-mlpb"
+    ;;
+check-sh)
+    echo "-- test_fit_gpu (VX_FIT_GPU_QUICK=1)"
+    VX_FIT_GPU_QUICK=1 "$BIN/test_fit_gpu" > "$out/test_fit_gpu.log" 2>&1
+    rc=$?
+    tail -4 "$out/test_fit_gpu.log"
+    [ $rc -eq 0 ] || { echo "test_fit_gpu failed (rc=$rc): nothing timed"; exit 1; }
+    fit mic20-sh3 .mic 20 --sh-degree 3 || exit 1
+    echo "-- bench fit on the SH 3 scene (twice)"
+    for k in 1 2; do "$VOXRAY" bench fit "$out/mic20-sh3" .mic --steps 10 2>&1; done | tee "$out/bench_fit_sh3.log"
     ;;
 mic5) fit mic300-mlpb .mic 300 $mlp ;;
 lego5) fit lego300-mlpb .lego 300 $mlp --val-split test ;;
