@@ -288,18 +288,26 @@ static void random_ray(const vx_fit_model *f, vx_vec3 *o, vx_vec3 *d) {
     *d = vx_norm(vx_v3((float)(p[0] - e[0]), (float)(p[1] - e[1]), (float)(p[2] - e[2])));
 }
 
+/* Fill f's grid for the gradient tests (density -0.3..1.5, so some of it relu'd away;
+ * coefficients -0.3..0.3) and return a double copy for the references to differentiate. */
+static double *fill_random_sh(vx_fit_model *f) {
+    size_t n = (size_t)f->nx * f->ny * f->nz * f->nc;
+    double *grid = malloc(n * sizeof(double));
+    assert_non_null(grid);
+    for (size_t i = 0; i < n; i++) {
+        f->data[i] = i % f->nc == 0 ? (float)vx_test_uniform(-0.3, 1.5) : (float)vx_test_uniform(-0.3, 0.3);
+        grid[i] = f->data[i];
+    }
+    return grid;
+}
+
 static void test_march_backward_grad(void **state) {
     (void)state;
     for (int trial = 0; trial < 12; trial++) {
         vx_fit_model f;
         random_model(&f, trial % 4);
         size_t n = (size_t)f.nx * f.ny * f.nz * f.nc;
-        double *grid = malloc(n * sizeof(double)), *an = malloc(n * sizeof(double)), *fd = malloc(n * sizeof(double));
-        for (size_t i = 0; i < n; i++) {
-            int c = (int)(i % f.nc);
-            f.data[i] = c == 0 ? (float)vx_test_uniform(-0.3, 1.5) : (float)vx_test_uniform(-0.3, 0.3);
-            grid[i] = f.data[i];
-        }
+        double *grid = fill_random_sh(&f), *an = malloc(n * sizeof(double)), *fd = malloc(n * sizeof(double));
         vx_vec3 o, d;
         random_ray(&f, &o, &d);
         double g[3];
@@ -354,12 +362,7 @@ static void test_ray_reg_grad(void **state) {
         vx_fit_model f;
         random_model(&f, trial % 4);
         size_t n = (size_t)f.nx * f.ny * f.nz * f.nc;
-        double *grid = malloc(n * sizeof(double)), *an = malloc(n * sizeof(double)), *fd = malloc(n * sizeof(double));
-        for (size_t i = 0; i < n; i++) {
-            int c = (int)(i % f.nc);
-            f.data[i] = c == 0 ? (float)vx_test_uniform(-0.3, 1.5) : (float)vx_test_uniform(-0.3, 0.3);
-            grid[i] = f.data[i];
-        }
+        double *grid = fill_random_sh(&f), *an = malloc(n * sizeof(double)), *fd = malloc(n * sizeof(double));
         vx_vec3 o, d;
         random_ray(&f, &o, &d);
         double g[3] = {0, 0, 0}, lam[2] = {mode != 1 ? vx_test_uniform(0.01, 0.1) : 0.0,
@@ -409,13 +412,8 @@ static void test_rgbper_grad_sh(void **state) {
         vx_fit_model f;
         random_model(&f, trial % 4);
         size_t n = (size_t)f.nx * f.ny * f.nz * f.nc;
-        double *grid = malloc(n * sizeof(double)), *an = malloc(n * sizeof(double)), *fd = malloc(n * sizeof(double));
+        double *grid = fill_random_sh(&f), *an = malloc(n * sizeof(double)), *fd = malloc(n * sizeof(double));
         float *dens = malloc(n * sizeof(float));
-        for (size_t i = 0; i < n; i++) {
-            int c = (int)(i % f.nc);
-            f.data[i] = c == 0 ? (float)vx_test_uniform(-0.3, 1.5) : (float)vx_test_uniform(-0.3, 0.3);
-            grid[i] = f.data[i];
-        }
         vx_vec3 o, d;
         random_ray(&f, &o, &d);
         double g[3] = {0, 0, 0}, lambda = vx_test_uniform(0.05, 2.0);
