@@ -430,7 +430,7 @@ VX_HD void vx_fit_backward_visit(void *op, const vx_composite *c, const vx_sampl
                                     c->T, s->tm, s->tb - s->ta);
 #ifndef __CUDA_ARCH__ /* the CUDA fit trains the mlp decoder with fit_mlp.cuh's kernels (version 1
                        * refuses it), so device code leaves the branch out and v1 compiles as before */
-    if (f->px) { /* the batched mlp kernel's twin: vx_fit_mlpb_composite_kernel */
+    if (f->px) { /* the twins: vx_fit_mlpb_composite_kernel (mlp), vx_fit_sh_op's REG visit (SH) */
         float l = 0.0f;
         for (int ch = 0; ch < 3; ch++) {
             float e = rgb[ch] - f->px->target[ch];
