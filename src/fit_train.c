@@ -31,7 +31,7 @@ void vx_fit_config_default(vx_fit_config *c) {
     c->backend = VX_BACKEND_CPU;
 }
 
-void vx_fit_config_cuda_defaults(vx_fit_config *c, unsigned set, int mlp_batched) {
+void vx_fit_config_cuda_defaults(vx_fit_config *c, unsigned set, int rgbper_kernel) {
     static const int res[3] = {128, 256, 512};
     if (!(set & VX_FIT_SET_RES)) {
         c->stages = 3;
@@ -47,7 +47,7 @@ void vx_fit_config_cuda_defaults(vx_fit_config *c, unsigned set, int mlp_batched
         c->hp.tv_sigma = c->hp.tv_sh = 1e-7f;
         c->hp.tv_until = 0.3f;
     }
-    if (!(set & VX_FIT_SET_RGBPER) && mlp_batched) c->hp.rgbper = 0.01f;
+    if (!(set & VX_FIT_SET_RGBPER) && rgbper_kernel) c->hp.rgbper = 0.01f;
     if (!(set & VX_FIT_SET_BATCH)) c->batch = 65536;
     if (!(set & VX_FIT_SET_ITERS)) {
         c->iters = 100000000; /* the clock ends the run */

@@ -58,10 +58,12 @@ enum {
  * every 10000 steps, and TV 1e-7 on density and SH until progress 0.3 ("TV early": +0.9 dB
  * on lego, +1.2 dB on mic at 60 s on the H200) when the first stage is at least 128 voxels
  * along every edge: at a 16^3 first stage TV early erased mic's thin cable for good
- * (docs/FIT.md, session 8). With mlp_batched (the mlp decoder, its batched kernel), the
- * per-point colour loss at 0.01 (--rgbper; +0.21 dB at 60 s and +0.25 at 120 s on mic on
- * the H100, docs/FIT.md session 16). The CPU defaults stay those of vx_fit_config_default. */
-void vx_fit_config_cuda_defaults(vx_fit_config *c, unsigned set, int mlp_batched);
+ * (docs/FIT.md, session 8). With rgbper_kernel (the SH decoder, or the mlp's batched kernel:
+ * the CUDA steps that have the term), the per-point colour loss at 0.01 (--rgbper; on the
+ * H100 the mlp +0.21 dB at 60 s and +0.25 at 120 s on mic, SH 3 +0.22 on mic at 5 minutes,
+ * SH 2 even on lego: docs/FIT.md sessions 16, 17). The CPU defaults stay those of
+ * vx_fit_config_default. */
+void vx_fit_config_cuda_defaults(vx_fit_config *c, unsigned set, int rgbper_kernel);
 
 typedef struct {
     double loss_first, loss_last; /* training loss: mean of the first 20 iterations, and a running

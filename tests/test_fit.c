@@ -2183,7 +2183,7 @@ static void test_cuda_defaults(void **state) {
     vx_fit_config c, d;
     vx_fit_config_default(&d);
     c = d;
-    vx_fit_config_cuda_defaults(&c, 0, 0); /* nothing given: the recorded mic run */
+    vx_fit_config_cuda_defaults(&c, 0, 0); /* nothing given; no per-point term (mlp per-ray) */
     assert_int_equal(c.stages, 3);
     assert_int_equal(c.res[0][0], 128);
     assert_int_equal(c.res[1][1], 256);
@@ -2198,17 +2198,21 @@ static void test_cuda_defaults(void **state) {
     assert_true(d.hp.tv_sigma == 0 && d.hp.tv_sh == 0); /* the CPU default: no TV */
     assert_true(c.hp.tv_sigma == 1e-7f && c.hp.tv_sh == 1e-7f && c.hp.tv_until == 0.3f); /* TV early */
     assert_true(c.hp.tv_until == (float)c.stage_end[1]); /* the two coarse stages exactly */
-    assert_true(d.hp.rgbper == 0 && c.hp.rgbper == 0); /* SH: no per-point colour loss (no kernel has it) */
+    assert_true(d.hp.rgbper == 0 && c.hp.rgbper == 0); /* no kernel with the term: no per-point colour loss */
 
-    /* the mlp decoder's batched kernel: the per-point colour loss at 0.01, unless given */
+    /* SH, or the mlp decoder's batched kernel: the per-point colour loss at 0.01, unless given */
     c = d;
     vx_fit_config_cuda_defaults(&c, 0, 1);
-    assert_true(c.hp.rgbper == 0.01f);
-    assert_true(c.hp.tv_sigma == 1e-7f); /* the rest as for SH */
+    assert_true(d.hp.rgbper == 0 && c.hp.rgbper == 0.01f); /* the CPU default stays off */
+    assert_true(c.hp.tv_sigma == 1e-7f); /* the rest as without */
     c = d;
     c.hp.rgbper = 0.0f; /* --rgbper 0 */
     vx_fit_config_cuda_defaults(&c, VX_FIT_SET_RGBPER, 1);
     assert_true(c.hp.rgbper == 0.0f);
+    c = d;
+    c.hp.rgbper = 0.003f; /* --rgbper 0.003 */
+    vx_fit_config_cuda_defaults(&c, VX_FIT_SET_RGBPER, 1);
+    assert_true(c.hp.rgbper == 0.003f);
 
     /* any TV option given: the three stay the user's (here TV off by --tv-sigma 0 alone) */
     c = d;

@@ -73,7 +73,7 @@ static void vx__fit_usage(FILE *o) {
             "  --distortion W       weight of the Mip-NeRF 360 distortion loss, per ray (default 0: off)\n"
             "  --rgbper W           per-point colour loss (DirectVoxGO's): W x sum over each ray's\n"
             "                       samples of weight x |sample colour - pixel|^2, the weights held\n"
-            "                       constant (default 0: off; on CUDA 0.01 with --decoder mlp)\n"
+            "                       constant (default 0: off; on CUDA 0.01, but with --mlp-kernel per-ray)\n"
             "  --error-map F        draw the share F (0..1) of each batch where the training photos\n"
             "                       are fitted worst: a map of tiles (1/50 of the photo side) holds\n"
             "                       each tile's recent squared error (default 0: uniform)\n"
@@ -284,7 +284,7 @@ int vx_cmd_fit(int argc, char **argv) {
     if (vx_backend_resolve(backend, "fit: training on the CPU", &cfg.backend, device, sizeof device)) goto fail;
     if (cfg.backend == VX_BACKEND_CUDA) {
         fprintf(stderr, "voxray: fit: training with CUDA on %s\n", device);
-        vx_fit_config_cuda_defaults(&cfg, set, use_mlp && cfg.hp.mlp_kernel != 1);
+        vx_fit_config_cuda_defaults(&cfg, set, !use_mlp || cfg.hp.mlp_kernel != 1);
         vx__print_cuda_defaults(&cfg, set);
     }
     if (cfg.hp.rgbper > 0 && cfg.backend == VX_BACKEND_CUDA && use_mlp && cfg.hp.mlp_kernel == 1) {
