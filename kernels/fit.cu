@@ -670,8 +670,10 @@ static int vx__rays_mlp_batched(vx_fit_device *g, const vx_fit_ray_src *src, int
     return 0;
 }
 
-/* Launch version 2 for this model's SH degree; the instantiation with the regularisers
- * only when one is on, so the default kernel is the one measured before they existed. */
+/* Launch version 2 for this model's SH degree; the instantiation with the density
+ * regularisers only when one is on, the one with the per-point colour loss alone when only
+ * it is on (the CUDA default), so neither pays for terms it does not compute, and with
+ * none the kernel is the one measured before they existed. */
 static int vx__rays_v2(vx_fit_device *g, const vx_fit_ray_src *src, int n, float *d_rgb) {
     if (g->m.reg_rgbper > 0.0f && g->m.mlp_layers && g->mlp_kernel != 2)
         return vx_error("fit: the per-point colour loss (--rgbper) has no CUDA kernel in the mlp decoder's per-ray "
@@ -686,13 +688,17 @@ static int vx__rays_v2(vx_fit_device *g, const vx_fit_ray_src *src, int n, float
     vx_fit_index L = vx__index(g);
     vx_fit_reg reg = vx__reg(g, n);
     float pw = g->m.reg_rgbper / (float)n;
-    int on = vx_fit_reg_on(&reg) || pw > 0.0f;
+    int on = vx_fit_reg_mode(&reg, pw);
     if (vx_cuda_zero(g->d_sum, sizeof(double))) return -1;
-#define VX__LAUNCH(D)                                                                                          \
-    (on ? vx_fit_rays_v2_kernel<D, true><<<blocks, bs>>>(g->m.mp, L, g->d_data, occ, *src, n, scale, reg, pw,  \
-                                                         g->d_grad, wmax, d_rgb, g->d_sum)                     \
-        : vx_fit_rays_v2_kernel<D, false><<<blocks, bs>>>(g->m.mp, L, g->d_data, occ, *src, n, scale, reg,     \
-                                                          0.0f, g->d_grad, wmax, d_rgb, g->d_sum))
+#define VX__LAUNCH(D)                                                                                              \
+    (on == VX_FIT_REG_ALL                                                                                          \
+         ? vx_fit_rays_v2_kernel<D, VX_FIT_REG_ALL><<<blocks, bs>>>(g->m.mp, L, g->d_data, occ, *src, n, scale,    \
+                                                                    reg, pw, g->d_grad, wmax, d_rgb, g->d_sum)     \
+     : on == VX_FIT_REG_PX                                                                                         \
+         ? vx_fit_rays_v2_kernel<D, VX_FIT_REG_PX><<<blocks, bs>>>(g->m.mp, L, g->d_data, occ, *src, n, scale,     \
+                                                                   reg, pw, g->d_grad, wmax, d_rgb, g->d_sum)      \
+         : vx_fit_rays_v2_kernel<D, VX_FIT_REG_NONE><<<blocks, bs>>>(g->m.mp, L, g->d_data, occ, *src, n, scale,   \
+                                                                     reg, 0.0f, g->d_grad, wmax, d_rgb, g->d_sum))
     switch (g->m.sh_degree) {
     case 0: VX__LAUNCH(0); break;
     case 1: VX__LAUNCH(1); break;

@@ -119,11 +119,19 @@ __device__ __forceinline__ void vx_fit_colour_window(const float *__restrict__ d
  * colour). sample() reads density first: a sample with relu(raw0) = 0 has alpha = 0 and
  * changes neither the colour, T nor any gradient, so its colour channels are never read;
  * the colour is summed per corner (s_c = sum_j w_j sum_i k_jci b_i) so the interpolated
- * coefficients never materialise. visit() (backward) scatters dL/dgrid. REG: the ray
- * regularisers (fit_march.h) are on: the forward visit sums their terms, the backward adds
- * their density gradient and the per-point colour loss's colour gradient, 2 pw w_k (c_k -
- * target) (vx_fit_px_loss; pw 0: none) (REG false compiles to the kernel without them). */
-template <int DEG, bool BWD, bool REG> struct vx_fit_sh_op {
+ * coefficients never materialise. visit() (backward) scatters dL/dgrid. REG (VX_FIT_REG_*)
+ * says which ray regularisers (fit_march.h) are compiled in. VX_FIT_REG_ALL: the forward
+ * visit sums the density terms' parts, the backward adds their density gradient; PX and
+ * ALL: the backward adds the per-point colour loss's colour gradient, 2 pw w_k (c_k -
+ * target) (vx_fit_px_loss; pw 0: none). NONE compiles to the kernel without any. */
+enum { VX_FIT_REG_NONE = 0, VX_FIT_REG_PX = 1, VX_FIT_REG_ALL = 2 };
+
+/* The instantiation a step needs: the weights reg (per ray) and pw (a ray's per-point
+ * colour weight) as the launcher passes them. */
+VX_HD int vx_fit_reg_mode(const vx_fit_reg *reg, float pw) {
+    return vx_fit_reg_on(reg) ? VX_FIT_REG_ALL : pw > 0.0f ? VX_FIT_REG_PX : VX_FIT_REG_NONE;
+}
+template <int DEG, bool BWD, int REG> struct vx_fit_sh_op {
     static constexpr bool pieces = false; /* training marches whole rays (march.h) */
     const vx_march_params *m;
     const vx_fit_index *L;
@@ -134,18 +142,18 @@ template <int DEG, bool BWD, bool REG> struct vx_fit_sh_op {
     float w[8], s[3];
     const float *C, *g;         /* backward: forward colour and dL/dC */
     float *grad, *wmax;
-    float sig;                  /* REG: the last sample's sigma */
-    vx_fit_reg reg;             /* REG: weights per ray */
-    vx_fit_reg_sums sums;       /* REG: forward sums (written forward, read backward) */
-    vx_fit_reg_run run;         /* REG backward: running sums */
-    float pw, tg[3];            /* REG backward: per-point colour weight (a ray) and target */
+    float sig;                  /* REG ALL: the last sample's sigma */
+    vx_fit_reg reg;             /* REG ALL: weights per ray */
+    vx_fit_reg_sums sums;       /* REG ALL: forward sums (written forward, read backward) */
+    vx_fit_reg_run run;         /* REG ALL backward: running sums */
+    float pw, tg[3];            /* REG PX or ALL, backward: per-point colour weight (a ray), target */
 
     static __device__ __forceinline__ float sample(void *op, const vx_sample *smp, vx_vec3 d, float *rgb);
     static __device__ __forceinline__ void visit(void *op, const vx_composite *cs, const vx_sample *smp,
                                                  const float *rgb, float wk);
 };
 
-template <int DEG, bool BWD, bool REG>
+template <int DEG, bool BWD, int REG>
 __device__ __forceinline__ float vx_fit_sh_op<DEG, BWD, REG>::sample(void *op, const vx_sample *smp, vx_vec3 d,
                                                                 float *rgb) {
     constexpr int nb = vx_fit_sh<DEG>::nb, NC = vx_fit_sh<DEG>::nc;
@@ -183,16 +191,16 @@ __device__ __forceinline__ float vx_fit_sh_op<DEG, BWD, REG>::sample(void *op, c
     }
 #pragma unroll
     for (int c = 0; c < 3; c++) rgb[c] = vx_maxf(f->s[c] + 0.5f, 0.0f);
-    if constexpr (REG) f->sig = raw0 * m->dec.density_scale;
+    if constexpr (REG == VX_FIT_REG_ALL) f->sig = raw0 * m->dec.density_scale;
     return raw0 * m->dec.density_scale;
 }
 
-template <int DEG, bool BWD, bool REG>
+template <int DEG, bool BWD, int REG>
 __device__ __forceinline__ void vx_fit_sh_op<DEG, BWD, REG>::visit(void *op, const vx_composite *cs,
                                                                    const vx_sample *smp, const float *rgb, float wk) {
     vx_fit_sh_op *f = (vx_fit_sh_op *)op;
     if constexpr (!BWD) {
-        if constexpr (REG) vx_fit_reg_forward(&f->sums, f->sig, wk, smp->tm, smp->tb - smp->ta);
+        if constexpr (REG == VX_FIT_REG_ALL) vx_fit_reg_forward(&f->sums, f->sig, wk, smp->tm, smp->tb - smp->ta);
         return;
     }
     float dsig = 0.0f;
@@ -200,13 +208,13 @@ __device__ __forceinline__ void vx_fit_sh_op<DEG, BWD, REG>::visit(void *op, con
     for (int c = 0; c < 3; c++) dsig += f->g[c] * (cs->T * rgb[c] - (f->C[c] - cs->acc[c]));
     /* dsig is dL/d(sigma delta) here; the regularisers give dL/dsigma (fit_march.h) */
     float dsigma = (smp->tb - smp->ta) * dsig;
-    if constexpr (REG) dsigma += vx_fit_reg_dsigma(&f->reg, &f->sums, &f->run, f->sig, wk, cs->T, smp->tm, smp->tb - smp->ta);
+    if constexpr (REG == VX_FIT_REG_ALL) dsigma += vx_fit_reg_dsigma(&f->reg, &f->sums, &f->run, f->sig, wk, cs->T, smp->tm, smp->tb - smp->ta);
     float draw0 = dsigma * f->m->dec.density_scale;
     float gc[3];
 #pragma unroll
     for (int c = 0; c < 3; c++) {
         float gcol = f->g[c];
-        if constexpr (REG) gcol += 2.0f * f->pw * (rgb[c] - f->tg[c]);
+        if constexpr (REG != VX_FIT_REG_NONE) gcol += 2.0f * f->pw * (rgb[c] - f->tg[c]);
         gc[c] = f->s[c] + 0.5f > 0.0f ? wk * gcol : 0.0f;
     }
 #pragma unroll
@@ -219,12 +227,12 @@ __device__ __forceinline__ void vx_fit_sh_op<DEG, BWD, REG>::visit(void *op, con
             if (f->w[j] > 0.0f && !vx_fit_is_null(f->L, f->idx[j])) vx_fit_max(f->wmax + f->idx[j], wk);
 }
 
-/* One ray. BWD false: forward only, writes the composited colour to C (and with REG the
+/* One ray. BWD false: forward only, writes the composited colour to C (and with REG ALL the
  * regularisers' sums to *sums). Otherwise C is the forward colour and g = dL/dC: marches
- * again and scatters dL/dgrid into grad (and raises wmax when not NULL); with REG the
- * regularisers' gradient (weights reg, the forward's *sums) is included, and the per-point
- * colour loss's (weight pw, the pixel tg). */
-template <int DEG, bool BWD, bool REG>
+ * again and scatters dL/dgrid into grad (and raises wmax when not NULL); with REG ALL the
+ * density regularisers' gradient (weights reg, the forward's *sums) is included, with PX
+ * or ALL the per-point colour loss's (weight pw, the pixel tg). */
+template <int DEG, bool BWD, int REG>
 __device__ __forceinline__ void vx_fit_march_t(const vx_march_params &m, const vx_fit_index &L,
                                                const float *__restrict__ data,
                                                const unsigned char *__restrict__ occ, vx_vec3 o, vx_vec3 d, float *C,
@@ -239,22 +247,24 @@ __device__ __forceinline__ void vx_fit_march_t(const vx_march_params &m, const v
     f.g = g;
     f.grad = grad;
     f.wmax = wmax;
-    if constexpr (REG) {
+    if constexpr (REG == VX_FIT_REG_ALL) {
         f.reg = reg;
         if constexpr (BWD) {
             f.sums = sums;
             f.run.W = f.run.S = f.run.P = 0.0f;
-            f.pw = pw;
-            for (int c = 0; c < 3; c++) f.tg[c] = tg[c];
         } else {
             f.sums.sparse = f.sums.W = f.sums.S = f.sums.D = f.sums.m0 = 0.0f;
             f.sums.n = 0;
         }
     }
+    if constexpr (REG != VX_FIT_REG_NONE && BWD) {
+        f.pw = pw;
+        for (int c = 0; c < 3; c++) f.tg[c] = tg[c];
+    }
     vx_ray_result r = vx_march_run(&m, occ, o, d, 0.0f, &f);
     if (!BWD)
         for (int c = 0; c < 3; c++) C[c] = r.rgb[c];
-    if constexpr (REG && !BWD) sums = f.sums;
+    if constexpr (REG == VX_FIT_REG_ALL && !BWD) sums = f.sums;
 }
 
 /* Ray r of src: origin, direction and where its target colour is (a pixel of a training
@@ -294,14 +304,14 @@ __device__ __forceinline__ void vx_fit_block_loss(float l, double *loss_sum) {
 }
 
 /* The ray step: forward, loss, backward; per-block loss sums go to *loss_sum (the
- * photometric loss only; REG adds the regularisers' gradient, weights reg, and the
- * per-point colour loss's, weight pw a ray). The minimum
+ * photometric loss only; REG ALL adds the density regularisers' gradient, weights reg, PX
+ * and ALL the per-point colour loss's, weight pw a ray). The minimum
  * of 4 blocks per SM keeps the occupancy of the hand-written loop this replaced: through
  * vx_march_run ptxas asked for 139 registers at degree 2 (was 113), i.e. 3 blocks; capped
  * at 128 it spills 48 bytes (sm_90, docs/BENCHMARKS.md has the timings). Degree 3 held 3
  * blocks (168 registers) until its colour loads went float4 (vx_fit_colour_window): now
  * 128 registers, 28 bytes of spill, and 10.4 ms against 12.6 ms for 3 blocks (H200). */
-template <int DEG, bool REG>
+template <int DEG, int REG>
 __global__ void __launch_bounds__(128, 4)
 vx_fit_rays_v2_kernel(vx_march_params mp, vx_fit_index L, const float *__restrict__ data, const unsigned char *__restrict__ occ,
                       vx_fit_ray_src src, int n, float scale, vx_fit_reg reg, float pw, float *grad, float *wmax,
@@ -369,7 +379,7 @@ __global__ void vx_fit_render_kernel(vx_march_params mp, vx_fit_index L, const f
     float C[3];
     vx_fit_reg reg = {0.0f, 0.0f};
     vx_fit_reg_sums sums;
-    vx_fit_march_t<DEG, false, false>(mp, L, data, occ, o, d, C, NULL, NULL, NULL, reg, sums, 0.0f, NULL);
+    vx_fit_march_t<DEG, false, VX_FIT_REG_NONE>(mp, L, data, occ, o, d, C, NULL, NULL, NULL, reg, sums, 0.0f, NULL);
     float *out = rgb + ((size_t)py * cam.width + px) * 3;
     out[0] = C[0]; out[1] = C[1]; out[2] = C[2];
 }

@@ -22,7 +22,7 @@ static void random_sh_model(vx_fit_model *f, int deg, int bricked) {
 
 /* fit.cu's vx__rays_v2 for one batch, on the emulator. The parameter array carries
  * VX_FIT_PAD zeros past its end, as on the device (degrees 1 and 3 read aligned windows). */
-template <int DEG, bool REG> static void run_v2(const vx_fit_model *f, const vx_fit_batch *b, out *o) {
+template <int DEG, int REG> static void run_v2(const vx_fit_model *f, const vx_fit_batch *b, out *o) {
     int n = b->n;
     out_init(o, f, n);
     size_t np = vx_fit_storage_voxels(f) * f->nc;
@@ -32,7 +32,8 @@ template <int DEG, bool REG> static void run_v2(const vx_fit_model *f, const vx_
     vx_fit_index_of(f, &L);
     vx_fit_ray_src src = host_src(b);
     vx_fit_reg reg = {f->reg_sparsity / (float)n, f->reg_distortion / (float)n};
-    float pw = REG ? f->reg_rgbper / (float)n : 0.0f;
+    float pw = f->reg_rgbper / (float)n;
+    assert_int_equal(vx_fit_reg_mode(&reg, pw), REG); /* the instantiation fit.cu launches */
     double sum = 0.0;
     vx_emu_launch(dim3((unsigned)((n + 127) / 128)), dim3(128), vx_fit_rays_v2_kernel<DEG, REG>, f->mp, L,
                   (const float *)data.data(), (const unsigned char *)(f->mp.occ_b ? f->occ : NULL), src, n,
@@ -41,37 +42,41 @@ template <int DEG, bool REG> static void run_v2(const vx_fit_model *f, const vx_
     o->loss = sum;
 }
 
-template <int DEG> static void run_deg(const vx_fit_model *f, const vx_fit_batch *b, int reg, out *o) {
-    if (reg) run_v2<DEG, true>(f, b, o);
-    else run_v2<DEG, false>(f, b, o);
+template <int DEG> static void run_deg(const vx_fit_model *f, const vx_fit_batch *b, int mode, out *o) {
+    if (mode == VX_FIT_REG_ALL) run_v2<DEG, VX_FIT_REG_ALL>(f, b, o);
+    else if (mode == VX_FIT_REG_PX) run_v2<DEG, VX_FIT_REG_PX>(f, b, o);
+    else run_v2<DEG, VX_FIT_REG_NONE>(f, b, o);
 }
 
 static void test_rays_v2(void **state) {
     (void)state;
     for (int trial = 0; trial < 8; trial++) {
-        /* reg: the ray regularisers (trials 2, 5) or the per-point colour loss alone (1, 7;
-         * its weight large enough that its gradient shows beside the photometric one) */
-        int deg = trial % 4, bricked = trial / 4, px = trial == 1 || trial == 7, reg = trial % 3 == 2 || px, n = 200;
+        /* reg: the density regularisers (trials 2, 5: the ALL instantiation), px: the
+         * per-point colour loss (1, 7 alone: PX; 5 beside them: ALL; its weight large
+         * enough that its gradient shows beside the photometric one) */
+        int deg = trial % 4, bricked = trial / 4, n = 200;
+        int px = trial == 1 || trial == 5 || trial == 7, reg = trial % 3 == 2;
         vx_fit_model f;
         random_sh_model(&f, deg, bricked);
-        f.reg_sparsity = reg && !px ? (float)uni(0.01, 0.05) : 0.0f;
-        f.reg_distortion = reg && !px ? (float)uni(0.2, 1.0) : 0.0f;
+        f.reg_sparsity = reg ? (float)uni(0.01, 0.05) : 0.0f;
+        f.reg_distortion = reg ? (float)uni(0.2, 1.0) : 0.0f;
         f.reg_rgbper = px ? (float)uni(0.5, 2.0) : 0.0f;
+        int mode = reg ? VX_FIT_REG_ALL : px ? VX_FIT_REG_PX : VX_FIT_REG_NONE;
         if (trial % 2) OK(vx_fit_occupancy_build_cpu(&f, 4));
         vx_fit_batch b;
         random_batch(&b, n);
         out o;
         switch (deg) {
-        case 0: run_deg<0>(&f, &b, reg, &o); break;
-        case 1: run_deg<1>(&f, &b, reg, &o); break;
-        case 2: run_deg<2>(&f, &b, reg, &o); break;
-        default: run_deg<3>(&f, &b, reg, &o); break;
+        case 0: run_deg<0>(&f, &b, mode, &o); break;
+        case 1: run_deg<1>(&f, &b, mode, &o); break;
+        case 2: run_deg<2>(&f, &b, mode, &o); break;
+        default: run_deg<3>(&f, &b, mode, &o); break;
         }
         vx_fit_zero_grad_cpu(&f);
         std::vector<float> rc((size_t)3 * n);
         double lc = vx_fit_rays_backward_cpu(&f, &b, rc.data());
         print_message("SH degree %d, %s storage, occupancy %s, regularisers %s, rgbper %.3f: loss CPU %.9g kernel %.9g\n",
-                      deg, f.table ? "bricked" : "dense", f.mp.occ_b ? "on" : "off", reg && !px ? "on" : "off",
+                      deg, f.table ? "bricked" : "dense", f.mp.occ_b ? "on" : "off", reg ? "on" : "off",
                       f.reg_rgbper, lc, o.loss);
         assert_true(fabs(lc - o.loss) <= 1e-5 * lc + 1e-9);
         compare_most(rc.data(), o.rgb.data(), rc.size(), 1e-5, 1e-6, 0, "ray colours");
