@@ -27,9 +27,9 @@ static void vx__bench_fit_usage(FILE *o) {
                "(every 8th held out, as fit does): median ms per step over K steps (default 20) of\n"
                "RAYS rays (default 131072) for ray kernel versions 1 and 2 (mlp: the per-ray and the\n"
                "batched kernel), version 2 (batched) with the per-point colour loss of --rgbper 0.01,\n"
-               "TV, Adam, occupancy and a whole step. The model is held as training holds it after\n"
-               "the first stage: 8^3 bricks with alive voxels only (--dense: the whole lattice, as\n"
-               "before bricked training).\n");
+               "TV, Adam, occupancy and a whole step with fit's CUDA defaults (--rgbper 0.01 included).\n"
+               "The model is held as training holds it after the first stage: 8^3 bricks with alive\n"
+               "voxels only (--dense: the whole lattice, as before bricked training).\n");
 }
 
 #ifdef VX_HAVE_CUDA
@@ -104,8 +104,8 @@ static int vx__rays_mlp(vx_fit_device *g, void *ctx, int k, int kernel) {
 }
 static int vx__rays_mlp_per_ray(vx_fit_device *g, void *ctx, int k) { return vx__rays_mlp(g, ctx, k, 1); }
 static int vx__rays_mlp_batched(vx_fit_device *g, void *ctx, int k) { return vx__rays_mlp(g, ctx, k, 2); }
-/* The sampled-ray step with the per-point colour loss at 0.01 (fit --rgbper; the mlp
- * decoder's CUDA default): SH runs version 2's regulariser instantiation, the mlp the
+/* The sampled-ray step with the per-point colour loss at 0.01 (fit --rgbper; the CUDA
+ * default of both decoders): SH runs version 2's per-point instantiation, the mlp the
  * batched composite kernel's second one. Off again after the call. */
 static int vx__rays_rgbper(vx_fit_device *g, void *ctx, int k) {
     vx__bench_ctx *c = ctx;
@@ -128,13 +128,17 @@ static int vx__adam(vx_fit_device *g, void *ctx, int k) {
     h.lazy = 0;
     return vx_fit_adam_step_cuda(g, &h, 0.0f, 0.0f);
 }
-/* One whole training step as `voxray fit` runs it (zero rates: the model does not move). */
+/* One whole training step as `voxray fit` runs it with the CUDA defaults, the per-point
+ * colour loss at 0.01 included (zero rates: the model does not move). */
 static int vx__full(vx_fit_device *g, void *ctx, int k) {
     vx__bench_ctx *c = ctx;
     double loss;
-    return vx_fit_set_mlp_kernel_cuda(g, 2) || /* an mlp model's batched kernel; nothing for sh */
-           vx_fit_occupancy_build_cuda(g, 8) || vx_fit_rays_sampled_cuda(g, c->batch, 5000 + (uint64_t)k, &loss) ||
-           vx__tv(g, ctx, k) || vx_fit_adam_step_cuda(g, &c->hp, 0.0f, 0.0f);
+    vx_fit_set_rgbper_cuda(g, 0.01f);
+    int rc = vx_fit_set_mlp_kernel_cuda(g, 2) || /* an mlp model's batched kernel; nothing for sh */
+             vx_fit_occupancy_build_cuda(g, 8) || vx_fit_rays_sampled_cuda(g, c->batch, 5000 + (uint64_t)k, &loss) ||
+             vx__tv(g, ctx, k) || vx_fit_adam_step_cuda(g, &c->hp, 0.0f, 0.0f);
+    vx_fit_set_rgbper_cuda(g, 0.0f);
+    return rc;
 }
 static int vx__occ(vx_fit_device *g, void *ctx, int k) {
     (void)ctx; (void)k;
@@ -246,7 +250,7 @@ int vx_bench_fit(int argc, char **argv) {
         {"TV (10% of alive voxels)", vx__tv, 0, 0},
         {"Adam (alive voxels, dense)", vx__adam, 0, (double)alive * f.nc * 4 * 4 * 2},
         {"occupancy from alive voxels", vx__occ, 0, 0},
-        {mlp ? "whole step (occupancy, rays batched, TV, lazy Adam)" : "whole step (occupancy, rays v2, TV, lazy Adam)",
+        {mlp ? "whole step as fit runs it (batched, --rgbper)" : "whole step as fit runs it (rays v2, --rgbper)",
          vx__full, 1, 0},
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
