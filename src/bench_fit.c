@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "dataset.h"
 #include "fit.h"
+#include "fit_train.h"
 #include "scene.h"
 #include "sparse_grid.h"
 #include "vx_common.h"
@@ -110,7 +111,7 @@ static int vx__rays_mlp_batched(vx_fit_device *g, void *ctx, int k) { return vx_
 static int vx__rays_rgbper(vx_fit_device *g, void *ctx, int k) {
     vx__bench_ctx *c = ctx;
     double loss;
-    vx_fit_set_rgbper_cuda(g, 0.01f);
+    vx_fit_set_rgbper_cuda(g, VX_FIT_CUDA_RGBPER);
     int rc = vx_fit_set_mlp_kernel_cuda(g, 2) || vx_fit_rays_sampled_cuda(g, c->batch, 1000 + (uint64_t)k, &loss);
     vx_fit_set_rgbper_cuda(g, 0.0f);
     return rc;
@@ -133,7 +134,7 @@ static int vx__adam(vx_fit_device *g, void *ctx, int k) {
 static int vx__full(vx_fit_device *g, void *ctx, int k) {
     vx__bench_ctx *c = ctx;
     double loss;
-    vx_fit_set_rgbper_cuda(g, 0.01f);
+    vx_fit_set_rgbper_cuda(g, VX_FIT_CUDA_RGBPER);
     int rc = vx_fit_set_mlp_kernel_cuda(g, 2) || /* an mlp model's batched kernel; nothing for sh */
              vx_fit_occupancy_build_cuda(g, 8) || vx_fit_rays_sampled_cuda(g, c->batch, 5000 + (uint64_t)k, &loss) ||
              vx__tv(g, ctx, k) || vx_fit_adam_step_cuda(g, &c->hp, 0.0f, 0.0f);

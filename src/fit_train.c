@@ -47,7 +47,7 @@ void vx_fit_config_cuda_defaults(vx_fit_config *c, unsigned set, int rgbper_kern
         c->hp.tv_sigma = c->hp.tv_sh = 1e-7f;
         c->hp.tv_until = 0.3f;
     }
-    if (!(set & VX_FIT_SET_RGBPER) && rgbper_kernel) c->hp.rgbper = 0.01f;
+    if (!(set & VX_FIT_SET_RGBPER) && rgbper_kernel) c->hp.rgbper = VX_FIT_CUDA_RGBPER;
     if (!(set & VX_FIT_SET_BATCH)) c->batch = 65536;
     if (!(set & VX_FIT_SET_ITERS)) {
         c->iters = 100000000; /* the clock ends the run */

@@ -63,6 +63,7 @@ enum {
  * H100 the mlp +0.21 dB at 60 s and +0.25 at 120 s on mic, SH 3 +0.22 on mic at 5 minutes,
  * SH 2 even on lego: docs/FIT.md sessions 16, 17). The CPU defaults stay those of
  * vx_fit_config_default. */
+#define VX_FIT_CUDA_RGBPER 0.01f /* --rgbper's CUDA default (bench fit times it too) */
 void vx_fit_config_cuda_defaults(vx_fit_config *c, unsigned set, int rgbper_kernel);
 
 typedef struct {
