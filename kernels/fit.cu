@@ -690,15 +690,12 @@ static int vx__rays_v2(vx_fit_device *g, const vx_fit_ray_src *src, int n, float
     float pw = g->m.reg_rgbper / (float)n;
     int on = vx_fit_reg_mode(&reg, pw);
     if (vx_cuda_zero(g->d_sum, sizeof(double))) return -1;
-#define VX__LAUNCH(D)                                                                                              \
-    (on == VX_FIT_REG_ALL                                                                                          \
-         ? vx_fit_rays_v2_kernel<D, VX_FIT_REG_ALL><<<blocks, bs>>>(g->m.mp, L, g->d_data, occ, *src, n, scale,    \
-                                                                    reg, pw, g->d_grad, wmax, d_rgb, g->d_sum)     \
-     : on == VX_FIT_REG_PX                                                                                         \
-         ? vx_fit_rays_v2_kernel<D, VX_FIT_REG_PX><<<blocks, bs>>>(g->m.mp, L, g->d_data, occ, *src, n, scale,     \
-                                                                   reg, pw, g->d_grad, wmax, d_rgb, g->d_sum)      \
-         : vx_fit_rays_v2_kernel<D, VX_FIT_REG_NONE><<<blocks, bs>>>(g->m.mp, L, g->d_data, occ, *src, n, scale,   \
-                                                                     reg, 0.0f, g->d_grad, wmax, d_rgb, g->d_sum))
+    /* NONE leaves pw unread (it is 0 there: on is NONE only when pw is) */
+#define VX__ARGS g->m.mp, L, g->d_data, occ, *src, n, scale, reg, pw, g->d_grad, wmax, d_rgb, g->d_sum
+#define VX__LAUNCH(D)                                                                                  \
+    (on == VX_FIT_REG_ALL  ? vx_fit_rays_v2_kernel<D, VX_FIT_REG_ALL><<<blocks, bs>>>(VX__ARGS)        \
+     : on == VX_FIT_REG_PX ? vx_fit_rays_v2_kernel<D, VX_FIT_REG_PX><<<blocks, bs>>>(VX__ARGS)         \
+                           : vx_fit_rays_v2_kernel<D, VX_FIT_REG_NONE><<<blocks, bs>>>(VX__ARGS))
     switch (g->m.sh_degree) {
     case 0: VX__LAUNCH(0); break;
     case 1: VX__LAUNCH(1); break;
@@ -707,6 +704,7 @@ static int vx__rays_v2(vx_fit_device *g, const vx_fit_ray_src *src, int n, float
     default: return vx_error("fit: SH degree %d has no CUDA kernel", g->m.sh_degree);
     }
 #undef VX__LAUNCH
+#undef VX__ARGS
     VX_LAUNCH_CHECK("vx_fit_rays_v2_kernel");
     return 0;
 }
