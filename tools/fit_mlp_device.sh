@@ -9,7 +9,7 @@
 #          fused kernel and the CPU), mic 60 s with --mlp-kernel batched, `bench fit` and
 #          `bench render` on that scene (fused and deferred rows)
 #   check-sh  test_fit_gpu (quick), a 20-s SH 3 mic fit and `bench fit` on it (the ray step
-#          with and without --rgbper: version 2's regulariser instantiation against the default)
+#          with and without --rgbper: version 2's per-point instantiation against the plain one)
 #   mic5   mic, 5 minutes, mlp batched        lego5  lego (test split), 5 minutes, mlp batched
 #   mic60-sh3  mic, 60 s, SH degree 3 (the baseline, same lease)
 #   sanitize   compute-sanitizer memcheck and racecheck on test_fit_gpu's mlp tests

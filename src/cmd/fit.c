@@ -73,7 +73,7 @@ static void vx__fit_usage(FILE *o) {
             "  --distortion W       weight of the Mip-NeRF 360 distortion loss, per ray (default 0: off)\n"
             "  --rgbper W           per-point colour loss (DirectVoxGO's): W x sum over each ray's\n"
             "                       samples of weight x |sample colour - pixel|^2, the weights held\n"
-            "                       constant (default 0: off; on CUDA 0.01, but with --mlp-kernel per-ray)\n"
+            "                       constant (default 0: off; on CUDA 0.01, except with --mlp-kernel per-ray)\n"
             "  --error-map F        draw the share F (0..1) of each batch where the training photos\n"
             "                       are fitted worst: a map of tiles (1/50 of the photo side) holds\n"
             "                       each tile's recent squared error (default 0: uniform)\n"
