@@ -43,6 +43,8 @@ typedef struct {
     int mlp_dir_terms;          /* mlp decoder: the view direction's SH terms the network may
                                  * use, 1, 4 or 9 (0: all 16); the others' first-layer
                                  * weights stay zero (vx_mlp_dir_cut, decode.h) */
+    float lr_coarse;            /* Adam step size of the coarse level (fit --coarse,
+                                 * fit_coarse.h); 0: lr_sh (decays alike) */
 } vx_fit_hparams;
 
 void vx_fit_hparams_default(vx_fit_hparams *h);
@@ -91,6 +93,13 @@ typedef struct {
     vx_sparse view;             /* bricked: the live bricks as a vx_sparse for the renderer and
                                  * writing (absent bricks -1, the pool past the null brick) */
     int32_t *view_table;        /* the view's table: table - 1 */
+    /* The coarse level (fit --coarse, fit_coarse.h): the colour channels 1..nc-1 are their
+     * own values plus the trilinear interpolation of a dense cn[0] x cn[1] x cn[2] grid of
+     * nc-1 channels over coarse_lo..coarse_hi (the first stage's box). data holds the sum,
+     * so only the coarse grid's gradient and Adam moments exist. cn[0] == 0: off. */
+    int cn[3];
+    double coarse_lo[3], coarse_hi[3];
+    float *coarse_grad, *coarse_m, *coarse_v;
 } vx_fit_model;
 
 /* Bricked storage from per-brick live flags (table order): the slot count (live bricks +

@@ -22,6 +22,7 @@ typedef struct {
     uint64_t ray_seed, tv_seed;
     float lr_sigma, lr_sh, tv_sigma, tv_sh;
     float lr_mlp;      /* the mlp decoder's weights (unused by the sh decoder) */
+    float lr_coarse;   /* the coarse level's (unused without --coarse) */
     const vx_fit_hparams *hp;
     vx_fit_errmap *map;
 } vx_fit_step;

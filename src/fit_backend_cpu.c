@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "fit_backend.h"
+#include "fit_coarse.h"
 #include "vx_common.h"
 
 struct vx_fit_backend {
@@ -71,9 +72,10 @@ static int vx__step(vx_fit_backend *b, const vx_fit_step *s, double *loss) {
     }
     if (s->tv_sigma > 0 || s->tv_sh > 0)
         vx_fit_tv_backward_cpu(b->f, s->tv_sigma, s->tv_sh, s->hp->tv_fraction, s->tv_seed, s->hp->tv_eps);
+    if (vx_fit_coarse_restrict_cpu(b->f)) return -1; /* before the fine step consumes the gradient */
     vx_fit_adam_step_cpu(b->f, s->hp, s->lr_sigma, s->lr_sh);
     vx_fit_adam_step_mlp_cpu(b->f, s->hp, s->lr_mlp);
-    return 0;
+    return vx_fit_coarse_apply_cpu(b->f, s->hp, s->lr_coarse);
 }
 
 static int vx__errmap_fetch(vx_fit_backend *b, vx_fit_errmap *map) { (void)b; (void)map; return 0; }

@@ -12,6 +12,7 @@
 #include <omp.h>
 #endif
 
+#include "fit_coarse.h"
 #include "fit_march.h"
 #include "mlp.h"
 #include "npy.h"
@@ -265,6 +266,7 @@ void vx_fit_model_free(vx_fit_model *f) {
     vx__free_arrays(f);
     free(f->mlp); free(f->mlp_grad); free(f->mlp_m); free(f->mlp_v); free(f->mlp_tgrad);
     f->mlp = f->mlp_grad = f->mlp_m = f->mlp_v = f->mlp_tgrad = NULL;
+    vx_fit_coarse_free(f);
 }
 
 void vx_fit_zero_grad_cpu(vx_fit_model *f) {

@@ -2051,7 +2051,7 @@ static void test_commands(void **state) {
     snprintf(out, sizeof out, "%s/orbs_fit2", vx_test_tmpdir());
     const char *fit2[] = {"fit", dir, "-o", out, "--res", "8,12", "--stage-ends", "0.3", "--no-crop", "--dense-adam",
                           "--iters", "10", "--batch", "64", "--sh-degree", "1", "--val-every", "0", "--backend", "cpu",
-                          "--sparsity", "0.01", "--distortion", "0.1", "--error-map", "0.5", NULL};
+                          "--sparsity", "0.01", "--distortion", "0.1", "--error-map", "0.5", "--coarse", "4", NULL};
     assert_int_equal(run_cmd(vx_cmd_fit, fit2), 0);
     assert_int_equal(vx_scene_load(out, &lopts, &back), 0);
     assert_true(back.grid.nx == 12 && back.grid.ny == 12 && back.grid.nz == 12);
@@ -2099,6 +2099,13 @@ static void test_commands(void **state) {
     const char *b1[] = {"fit", none, "-o", out3, "--backend", "cpu", NULL};
     assert_int_equal(run_cmd(vx_cmd_fit, b1), 1);
     assert_false(exists(out3, "scene.json"));
+    /* a coarse level finer than half the first stage: one line, exit 1, nothing written */
+    const char *b4[] = {"fit", dir, "-o", out3, "--res", "8", "--coarse", "5", "--iters", "2", "--backend", "cpu", NULL};
+    assert_int_equal(run_cmd(vx_cmd_fit, b4), 1);
+    assert_non_null(strstr(vx_errmsg(), "at least twice"));
+    assert_false(exists(out3, "scene.json"));
+    const char *u21[] = {"fit", dir, "-o", out3, "--coarse", NULL};
+    assert_int_equal(run_cmd(vx_cmd_fit, u21), 2);
     const char *b2[] = {"eval", out, dir, "--split", "test", NULL}; /* no transforms_test.json */
     assert_int_equal(run_cmd(vx_cmd_eval, b2), 1);
     /* a test split: the gap column's training poses come from transforms_train.json, and a

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "dataset.h"
+#include "fit_coarse.h"
 #include "fit_report.h"
 #include "fit_train.h"
 #include "vx_common.h"
@@ -54,6 +55,10 @@ static void vx__fit_usage(FILE *o) {
             "                       0..3 (default 3; lower: less view-dependent colour to learn)\n"
             "  --mlp-kernel K       CUDA: batched (default: tiled products over the step's\n"
             "                       samples) or per-ray (the network inside the ray kernel)\n"
+            "  --coarse R           a coarse level: the colour channels become their own values plus\n"
+            "                       a dense R^3 grid's trilinear interpolation (R at most half the\n"
+            "                       first stage's resolution), trained alongside (default 0: off)\n"
+            "  --lr-coarse A        Adam step size of the coarse level (default: --lr-sh's)\n"
             "  --val-every K        validation renders every K iterations, 0: only at the end\n"
             "                       (default 500; CUDA: 10000)\n"
             "  --val-views N        held-out views in the progress PSNR (default 3)\n"
@@ -167,7 +172,7 @@ int vx_cmd_fit(int argc, char **argv) {
     const char *dataset = NULL, *out = NULL, *val_split = NULL, *stage_ends = NULL;
     vx_fit_config cfg;
     vx_fit_config_default(&cfg);
-    int sh = 2, downscale = 1, has_bbox = 0, seed = 1, use_mlp = 0, mlp_layers = 2;
+    int sh = 2, downscale = 1, has_bbox = 0, seed = 1, use_mlp = 0, mlp_layers = 2, coarse = 0;
     double step = 0.5, lo[3], hi[3], dv;
     vx_backend_kind backend = VX_BACKEND_AUTO;
     vx_fit_storage storage = VX_FIT_WRITE_SPARSE_HALF;
@@ -182,7 +187,8 @@ int vx_cmd_fit(int argc, char **argv) {
                                        "--val-views", "--val-split", "--downscale", "--bbox", "--step", "--seed",
                                        "--lr-sigma", "--lr-sh", "--lr-final", "--tv-sigma", "--tv-sh", "--tv-until",
                                        "--backend", "--max-seconds", "--stage-ends", "--sparsity", "--distortion", "--rgbper", "--error-map", "--crop-keep",
-                                       "--decoder", "--mlp-layers", "--lr-mlp", "--mlp-kernel", "--mlp-dir-degree"};
+                                       "--decoder", "--mlp-layers", "--lr-mlp", "--mlp-kernel", "--mlp-dir-degree",
+                                       "--coarse", "--lr-coarse"};
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             if (!strcmp(a, valued[k]) && !need) {
                 snprintf(msg, sizeof msg, "%s needs a value", a);
@@ -205,6 +211,8 @@ int vx_cmd_fit(int argc, char **argv) {
             bad = vx_parse_int(a, argv[++i], 0, 3, &deg);
             if (!bad) cfg.hp.mlp_dir_terms = (deg + 1) * (deg + 1);
         }
+        else if (!strcmp(a, "--coarse")) bad = vx_parse_int(a, argv[++i], 0, 1024, &coarse);
+        else if (!strcmp(a, "--lr-coarse")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_coarse = (float)dv; }
         else if (!strcmp(a, "--lr-mlp")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_mlp = (float)dv; }
         else if (!strcmp(a, "--mlp-kernel")) {
             const char *kn = argv[++i];
@@ -311,6 +319,17 @@ int vx_cmd_fit(int argc, char **argv) {
     float white[3] = {1, 1, 1};
     if (vx_fit_model_init_cpu(&f, cfg.res[0], sh, lo, hi, (float)step, 0.0f, white, cfg.hp.init_sigma)) goto fail;
     if (use_mlp && vx_fit_model_use_mlp_cpu(&f, mlp_layers, (unsigned)cfg.seed)) goto fail;
+    if (coarse) { /* the first lattice is the coarsest: if the map holds there, it holds in every stage */
+        vx_fit_coarse_map cmap;
+        if (vx_fit_coarse_init_cpu(&f, coarse) || vx_fit_coarse_map_of(&f, &cmap)) {
+            vx_fit_model_free(&f);
+            goto fail;
+        }
+        fprintf(stderr, "fit: coarse level %dx%dx%d x %d channels (Adam step %g)\n", f.cn[0], f.cn[1], f.cn[2], f.nc - 1,
+                cfg.hp.lr_coarse > 0 ? cfg.hp.lr_coarse : cfg.hp.lr_sh);
+    } else if (cfg.hp.lr_coarse > 0) {
+        fprintf(stderr, "voxray: fit: --lr-coarse has no effect without --coarse\n");
+    }
     char vdir[4200];
     vx_path_join(out, "val", vdir, sizeof vdir);
     cfg.val_dir = vdir;
