@@ -44,6 +44,10 @@ int vx_fit_set_mlp_kernel_cuda(vx_fit_device *g, int kernel);
  * composite, network backward and scatter kernels (ms, summed since the last call) and the
  * samples it ran the network on; resets both. */
 void vx_fit_mlp_timings_cuda(vx_fit_device *g, double ms[5], double *samples);
+/* The coarse level (fit_coarse.h; no-ops without one): restrict the gradient before
+ * vx_fit_adam_step_cuda consumes it, apply the coarse Adam step after it. */
+int vx_fit_coarse_restrict_cuda(vx_fit_device *g);
+int vx_fit_coarse_apply_cuda(vx_fit_device *g, const vx_fit_hparams *h, float lr);
 int vx_fit_occupancy_build_cuda(vx_fit_device *g, int cell);
 int vx_fit_prune_cuda(vx_fit_device *g, float thresh, size_t *pruned);
 int vx_fit_upsample_cuda(vx_fit_device *g, const int res[3]);

@@ -21,6 +21,7 @@
 #include "fit_rays.cuh"
 #include "fit_mlp.cuh"
 #include "fit_mlp_batch.cuh"
+#include "fit_coarse.cuh"
 #include "mlp.h"
 #include "cuda_device.h"
 #include "cuda_fit.h"
@@ -61,6 +62,7 @@ struct vx_fit_device {
     int profile;
     double prof_ms[4];
     double prof_mlpb[5], prof_samples; /* profiling: the batched mlp step's kernels, samples */
+    float *d_cgrad, *d_cm, *d_cv; /* the coarse level (m.cn[0] > 0): gradient (then step), moments */
 };
 
 static size_t vx__nv(const vx_fit_model *m) { return vx_fit_storage_voxels(m); }
@@ -303,6 +305,7 @@ extern "C" void vx_fit_model_free_cuda(vx_fit_device *g) {
     vx_cuda_free(g->d_cdf); vx_cuda_free(g->d_eacc);
     vx_cuda_free(g->d_mlp); vx_cuda_free(g->d_mlp_grad); vx_cuda_free(g->d_mlp_m); vx_cuda_free(g->d_mlp_v);
     vx_cuda_free(g->d_rec); vx_cuda_free(g->d_rec_count);
+    vx_cuda_free(g->d_cgrad); vx_cuda_free(g->d_cm); vx_cuda_free(g->d_cv);
     vx_cuda_free(g->d_defer[0]); vx_cuda_free(g->d_defer[1]); vx_cuda_free(g->d_ndefer);
     vx_cuda_free(g->mb.x); vx_cuda_free(g->mb.pt); vx_cuda_free(g->mb.rgb); vx_cuda_free(g->mb.dout);
     vx_cuda_free(g->mb.dt); vx_cuda_free(g->mb.ray_start); vx_cuda_free(g->mb.ray_n);
@@ -347,6 +350,13 @@ static int vx__create(vx_fit_device *g, const vx_fit_model *f, int max_batch) {
             vx_cuda_alloc((void **)&g->d_ndefer, sizeof(unsigned), "fit mlp deferred count"))
             return -1;
     }
+    if (f->cn[0]) {
+        size_t nb = (size_t)f->cn[0] * f->cn[1] * f->cn[2] * (size_t)(f->nc - 1) * sizeof(float);
+        if (vx_cuda_alloc((void **)&g->d_cgrad, nb, "fit coarse gradient") || vx_cuda_upload(g->d_cgrad, f->coarse_grad, nb) ||
+            vx_cuda_alloc((void **)&g->d_cm, nb, "fit coarse moments") || vx_cuda_upload(g->d_cm, f->coarse_m, nb) ||
+            vx_cuda_alloc((void **)&g->d_cv, nb, "fit coarse moments") || vx_cuda_upload(g->d_cv, f->coarse_v, nb))
+            return -1;
+    }
     return vx__compact(g);
 }
 
@@ -360,6 +370,7 @@ extern "C" int vx_fit_model_upload_cuda(vx_fit_device **out, const vx_fit_model 
     g->m.alive = g->m.occ = NULL;
     g->m.table = g->m.bxyz = g->m.view_table = NULL;
     g->m.mlp = g->m.mlp_grad = g->m.mlp_m = g->m.mlp_v = g->m.mlp_tgrad = NULL; /* d_mlp.. hold them */
+    g->m.coarse_grad = g->m.coarse_m = g->m.coarse_v = NULL;                      /* d_c.. hold them */
     memset(&g->m.view, 0, sizeof g->m.view);
     g->m.mp.occ_b = 0; /* occupancy is rebuilt on the device by vx_fit_occupancy_build_cuda */
     g->max_batch = max_batch;
@@ -435,6 +446,10 @@ static int vx__download(const vx_fit_device *g, vx_fit_model *f, int all) {
         return -1;
     f->t = g->m.t;
     if (!all) return 0;
+    size_t cb = f->cn[0] ? (size_t)f->cn[0] * f->cn[1] * f->cn[2] * (size_t)(f->nc - 1) * sizeof(float) : 0;
+    if (cb && (memcmp(f->cn, g->m.cn, sizeof f->cn) || vx_cuda_download(f->coarse_grad, g->d_cgrad, cb) ||
+               vx_cuda_download(f->coarse_m, g->d_cm, cb) || vx_cuda_download(f->coarse_v, g->d_cv, cb)))
+        return memcmp(f->cn, g->m.cn, sizeof f->cn) ? vx_error("fit: host and device coarse levels differ") : -1;
     return vx_cuda_download(f->grad, g->d_grad, n * sizeof(float)) ||
                    vx_cuda_download(f->adam_m, g->d_m, n * sizeof(float)) ||
                    vx_cuda_download(f->adam_v, g->d_v, n * sizeof(float)) ||
@@ -878,6 +893,43 @@ extern "C" int vx_fit_adam_step_mlp_cuda(vx_fit_device *g, const vx_fit_hparams 
                                                                   hi, lr, h->beta1, h->beta2, h->eps, bc1, bc2);
     VX_LAUNCH_CHECK("vx_fit_mlp_adam_kernel");
     return 0;
+}
+
+extern "C" int vx_fit_coarse_restrict_cuda(vx_fit_device *g) {
+    if (!g->m.cn[0] || !g->n_active) return 0;
+    vx_fit_coarse_map cm;
+    if (vx_fit_coarse_map_of(&g->m, &cm)) return -1;
+    int tiles[3] = {(g->m.nx + VX_BRICK - 1) / VX_BRICK, (g->m.ny + VX_BRICK - 1) / VX_BRICK,
+                    (g->m.nz + VX_BRICK - 1) / VX_BRICK};
+    size_t blocks = g->m.nslots ? g->m.nslots - 1 : (size_t)tiles[0] * tiles[1] * tiles[2];
+    if (!blocks) return 0;
+    if (blocks > 0x7fffffffull) return vx_error("fit: %zu bricks exceed one launch", blocks);
+    double t0 = 0.0;
+    if (vx__prof_start(g, &t0)) return -1;
+    vx_fit_coarse_restrict_kernel<<<(unsigned)blocks, 512>>>(g->d_grad, g->d_alive, vx__index(g), g->m.nc, cm, tiles[0],
+                                                             tiles[1], g->d_cgrad);
+    VX_LAUNCH_CHECK("vx_fit_coarse_restrict_kernel");
+    return vx__prof_stop(g, 2, t0);
+}
+
+extern "C" int vx_fit_coarse_apply_cuda(vx_fit_device *g, const vx_fit_hparams *h, float lr) {
+    if (!g->m.cn[0]) return 0;
+    vx_fit_coarse_map cm;
+    if (vx_fit_coarse_map_of(&g->m, &cm)) return -1;
+    float bc1 = (float)(1.0 - pow(h->beta1, (double)g->m.t)), bc2 = (float)(1.0 - pow(h->beta2, (double)g->m.t));
+    size_t n = (size_t)g->m.cn[0] * g->m.cn[1] * g->m.cn[2] * (size_t)(g->m.nc - 1);
+    double t0 = 0.0;
+    if (vx__prof_start(g, &t0)) return -1;
+    vx_fit_coarse_adam_kernel<<<vx_ceil_div(n, 256), 256>>>(g->d_cgrad, g->d_cm, g->d_cv, n, lr, h->beta1, h->beta2,
+                                                              h->eps, bc1, bc2);
+    VX_LAUNCH_CHECK("vx_fit_coarse_adam_kernel");
+    if (g->n_active) {
+        vx_fit_coarse_prolong_kernel<<<vx_ceil_div(g->n_active, 256), 256>>>(g->d_data, g->d_active, g->n_active,
+                                                                             vx__index(g), g->m.nc, cm, g->d_cgrad);
+        VX_LAUNCH_CHECK("vx_fit_coarse_prolong_kernel");
+    }
+    if (vx_cuda_zero(g->d_cgrad, n * sizeof(float))) return -1;
+    return vx__prof_stop(g, 2, t0);
 }
 
 extern "C" int vx_fit_occupancy_build_cuda(vx_fit_device *g, int cell) {

@@ -38,7 +38,7 @@ static double uni(double lo, double hi) { return lo + (hi - lo) * vx_rand01(&g_s
 
 /* Bricked storage for f: the voxels of brick (0, 0, 0) die first, so the null brick
  * serves it, then the identity resample makes the bricks and keeps every value. */
-static void emu_make_bricked(vx_fit_model *f) {
+static inline void emu_make_bricked(vx_fit_model *f) {
     for (int z = 0; z < 8 && z < f->nz; z++)
         for (int y = 0; y < 8 && y < f->ny; y++)
             for (int x = 0; x < 8 && x < f->nx; x++) {
@@ -52,7 +52,7 @@ static void emu_make_bricked(vx_fit_model *f) {
     assert_true(f->table && f->table[0] == 0);
 }
 
-static void random_batch(vx_fit_batch *b, int n) {
+static inline void random_batch(vx_fit_batch *b, int n) {
     OK(vx_fit_batch_alloc(b, n));
     for (int r = 0; r < n; r++) {
         double az = uni(0, 6.283), el = uni(-1.2, 1.2), p[3] = {uni(-0.5, 0.5), uni(-0.5, 0.5), uni(-0.5, 0.5)};
@@ -73,7 +73,7 @@ struct out {
     int passes = 0;
 };
 
-static void out_init(out *o, const vx_fit_model *f, int n) {
+static inline void out_init(out *o, const vx_fit_model *f, int n) {
     size_t nv = vx_fit_storage_voxels(f);
     o->rgb.assign((size_t)3 * n, -1.0f);
     o->grad.assign(nv * f->nc + 4, 0.0f);
@@ -81,7 +81,7 @@ static void out_init(out *o, const vx_fit_model *f, int n) {
     o->wmax.assign(nv, 0.0f);
 }
 
-static vx_fit_ray_src host_src(const vx_fit_batch *b) {
+static inline vx_fit_ray_src host_src(const vx_fit_batch *b) {
     vx_fit_ray_src src;
     memset(&src, 0, sizeof src);
     src.origin = b->origin; src.dir = b->dir; src.target = b->target;

@@ -4,7 +4,7 @@
  * the device) with and without occupancy and the ray regularisers, TV, Adam, occupancy from the alive voxels,
  * prune, resample and crop, the validation render, error-driven ray sampling (--error-map),
  * the mlp decoder's ray step (grid and weight gradients, one pass or several) and Adam,
- * and a short training run on both.
+ * the coarse level's restriction and steps (--coarse), and a short training run on both.
  * Needs a GPU: run by `make test-gpu`. VX_FIT_GPU_QUICK=1 runs fewer trials (sanitizers);
  * VX_TEST_FILTER=PATTERN runs only the tests whose names match (cmocka's * and ? wildcards). */
 #include <math.h>
@@ -22,6 +22,7 @@
 #include "dataset.h"
 #include "fit.h"
 #include "fit_backend.h"
+#include "fit_coarse.h"
 #include "fit_errmap.h"
 #include "mlp.h"
 #include "vx_common.h"
@@ -29,6 +30,8 @@
 #include "cuda_fit.h"
 
 #define OK(call) do { if ((call) != 0) fail_msg("%s: %s", #call, vx_errmsg()); } while (0)
+
+#include "../fit_coarse_fixture.h"
 
 static uint64_t g_state;
 static int g_trials = 8; /* 2 with VX_FIT_GPU_QUICK */
@@ -282,6 +285,49 @@ static void test_tv_adam_prune_upsample(void **state) {
         }
         assert_memory_equal(f.alive, h.alive, nvox(&f));
         compare(f.data, h.data, nvox(&f) * f.nc, 1e-5, 1e-6, "upsampled parameters");
+        vx_fit_model_free_cuda(g);
+        vx_fit_model_free(&f);
+        vx_fit_model_free(&h);
+    }
+}
+
+/* The coarse level (--coarse): the per-brick restriction, then the fine and coarse Adam
+ * steps and the prolongation, dense and bricked, every channel count fc_random_model draws. */
+static void test_coarse_level(void **state) {
+    (void)state;
+    for (int trial = 0; trial < g_trials; trial++) {
+        vx_fit_model f, h;
+        fc_random_model(&f, trial % 2, uni);
+        size_t nv = nvox(&f), n = nv * f.nc, nco = (size_t)f.cn[0] * f.cn[1] * f.cn[2] * (size_t)(f.nc - 1);
+        vx_fit_device *g;
+        OK(vx_fit_model_upload_cuda(&g, &f, 16));
+        OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, f.sh_degree, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
+        if (f.mlp_layers) OK(vx_fit_model_use_mlp_cpu(&h, f.mlp_layers, 7));
+        memcpy(h.cn, f.cn, sizeof h.cn);
+        memcpy(h.coarse_lo, f.coarse_lo, sizeof h.coarse_lo);
+        memcpy(h.coarse_hi, f.coarse_hi, sizeof h.coarse_hi);
+        h.coarse_grad = calloc(nco, sizeof(float));
+        h.coarse_m = calloc(nco, sizeof(float));
+        h.coarse_v = calloc(nco, sizeof(float));
+        assert_true(h.coarse_grad && h.coarse_m && h.coarse_v);
+        OK(vx_fit_coarse_restrict_cpu(&f));
+        OK(vx_fit_coarse_restrict_cuda(g));
+        OK(vx_fit_model_download_cuda(g, &h));
+        compare(f.coarse_grad, h.coarse_grad, nco, 1e-5, 1e-6, "coarse gradient");
+        compare(f.grad, h.grad, n, 0, 0, "fine gradient left by the restriction");
+        /* atomics order: the CPU continues from the GPU's sums (as test_tv_adam_prune_upsample) */
+        memcpy(f.coarse_grad, h.coarse_grad, nco * sizeof(float));
+        vx_fit_hparams hp;
+        vx_fit_hparams_default(&hp);
+        vx_fit_adam_step_cpu(&f, &hp, 0.5f, 0.02f);
+        OK(vx_fit_adam_step_cuda(g, &hp, 0.5f, 0.02f));
+        OK(vx_fit_coarse_apply_cpu(&f, &hp, 0.03f));
+        OK(vx_fit_coarse_apply_cuda(g, &hp, 0.03f));
+        OK(vx_fit_model_download_cuda(g, &h));
+        compare(f.data, h.data, n, 1e-5, 1e-6, "parameters after the fine and coarse steps");
+        compare(f.coarse_m, h.coarse_m, nco, 1e-5, 1e-9, "coarse first moments");
+        compare(f.coarse_v, h.coarse_v, nco, 1e-5, 1e-12, "coarse second moments");
+        compare(f.coarse_grad, h.coarse_grad, nco, 0, 0, "coarse gradient consumed");
         vx_fit_model_free_cuda(g);
         vx_fit_model_free(&f);
         vx_fit_model_free(&h);
@@ -744,6 +790,7 @@ int main(void) {
         cmocka_unit_test(test_training_steps),
         cmocka_unit_test(test_mlp_step),
         cmocka_unit_test(test_mlp_sampled_rays),
+        cmocka_unit_test(test_coarse_level),
     };
     if (getenv("VX_TEST_FILTER")) cmocka_set_test_filter(getenv("VX_TEST_FILTER"));
     return cmocka_run_group_tests(tests, setup, NULL);

@@ -1,0 +1,132 @@
+/* fit_coarse.cuh - CUDA kernels of the coarse level of `voxray fit --coarse` (fit_coarse.h):
+ * the restriction of the fine gradient onto the coarse grid (one block per 8^3 brick,
+ * separable, no atomics but the brick's few coarse sums), the coarse Adam step and its
+ * prolongation into the fine grid. fit.cu launches them; fit_coarse.c is their reference. */
+#ifndef VX_FIT_COARSE_CUH
+#define VX_FIT_COARSE_CUH
+
+#include "fit_coarse.h"
+#include "fit_march.h"
+
+/* Coarse vertices per axis a brick's 8 voxels reach when a coarse voxel is at least twice a
+ * fine one (vx_fit_coarse_map_of's rule): the 8 centres span 3.5 coarse voxels, 6 vertices. */
+#define VX_FC_W 6
+#define VX_FC_CH 8 /* channels per pass: 64 rows x 8 channels = the block's 512 threads */
+
+/* Brick b's first lattice point: pool slot b + 1 (bricked storage) or tile b of the dense
+ * lattice, x fastest over tiles[0] x tiles[1] tiles. */
+VX_HD void vx_fc_brick_origin(const vx_fit_index *L, int b, const int tiles[2], int o[3]) {
+    if (L->table) {
+        const int32_t *c = L->bxyz + 3 * ((size_t)b + 1);
+        for (int a = 0; a < 3; a++) o[a] = c[a] * VX_BRICK;
+    } else {
+        o[0] = (b % tiles[0]) * VX_BRICK;
+        o[1] = ((b / tiles[0]) % tiles[1]) * VX_BRICK;
+        o[2] = (b / (tiles[0] * tiles[1])) * VX_BRICK;
+    }
+}
+
+/* Add w * v to the two entries (k, k + 1) of a VX_FC_W window, without a dynamically
+ * indexed array (which would live in local memory). */
+static __device__ __forceinline__ void vx_fc_split(float acc[VX_FC_W], int k, float f, float v) {
+#pragma unroll
+    for (int i = 0; i < VX_FC_W; i++) acc[i] += (i == k ? (1.0f - f) * v : 0.0f) + (i == k + 1 ? f * v : 0.0f);
+}
+
+/* dL/dcoarse += U^T dL/dfine over one brick's alive voxels: x, then y, then z sums through
+ * shared memory, then one atomic per touched coarse entry. Block: 512 threads. */
+__global__ void __launch_bounds__(512) vx_fit_coarse_restrict_kernel(const float *__restrict__ grad,
+                                                                   const unsigned char *__restrict__ alive,
+                                                                   vx_fit_index L, int nc, vx_fit_coarse_map cm,
+                                                                   int tx, int ty, float *cgrad) {
+    __shared__ int s_k[3][VX_BRICK], s_org[3], s_ext[3];
+    __shared__ float s_f[3][VX_BRICK];
+    __shared__ float t1[VX_BRICK * VX_BRICK][VX_FC_W][VX_FC_CH];      /* (z, y), I, c */
+    __shared__ float t2[VX_BRICK][VX_FC_W][VX_FC_W][VX_FC_CH];        /* z, J, I, c */
+    int t = threadIdx.x, o[3], n[3] = {L.nx, L.ny, L.nz}, tiles[2] = {tx, ty};
+    vx_fc_brick_origin(&L, blockIdx.x, tiles, o);
+    if (t < 3) {
+        int k0, kl, k;
+        float f;
+        vx_fit_coarse_axis(&cm, t, o[t], &k0, &f);
+        vx_fit_coarse_axis(&cm, t, vx_mini(o[t] + VX_BRICK - 1, n[t] - 1), &kl, &f);
+        s_org[t] = k0;
+        s_ext[t] = kl + 2 - k0;
+        for (int i = 0; i < VX_BRICK; i++) {
+            vx_fit_coarse_axis(&cm, t, o[t] + i, &k, &f);
+            s_k[t][i] = k - k0;
+            s_f[t][i] = f;
+        }
+    }
+    __syncthreads();
+    int ncc = nc - 1;
+    for (int c0 = 0; c0 < ncc; c0 += VX_FC_CH) {
+        { /* x: thread = row (z, y) and channel */
+            int r = t / VX_FC_CH, c = t % VX_FC_CH, y = r % VX_BRICK, z = r / VX_BRICK;
+            float acc[VX_FC_W] = {0.0f};
+            if (c0 + c < ncc && o[1] + y < L.ny && o[2] + z < L.nz)
+                for (int x = 0; x < VX_BRICK && o[0] + x < L.nx; x++) {
+                    size_t v = vx_fit_vid(&L, o[0] + x, o[1] + y, o[2] + z);
+                    if (alive[v]) vx_fc_split(acc, s_k[0][x], s_f[0][x], grad[v * nc + 1 + c0 + c]);
+                }
+#pragma unroll
+            for (int i = 0; i < VX_FC_W; i++) t1[r][i][c] = acc[i];
+        }
+        __syncthreads();
+        if (t < VX_BRICK * VX_FC_W * VX_FC_CH) { /* y: thread = (z, I, channel) */
+            int c = t % VX_FC_CH, i = (t / VX_FC_CH) % VX_FC_W, z = t / (VX_FC_CH * VX_FC_W);
+            float acc[VX_FC_W] = {0.0f};
+            for (int y = 0; y < VX_BRICK; y++) vx_fc_split(acc, s_k[1][y], s_f[1][y], t1[z * VX_BRICK + y][i][c]);
+#pragma unroll
+            for (int j = 0; j < VX_FC_W; j++) t2[z][j][i][c] = acc[j];
+        }
+        __syncthreads();
+        if (t < VX_FC_W * VX_FC_W * VX_FC_CH) { /* z: thread = (J, I, channel), then the atomics */
+            int c = t % VX_FC_CH, i = (t / VX_FC_CH) % VX_FC_W, j = t / (VX_FC_CH * VX_FC_W);
+            float acc[VX_FC_W] = {0.0f};
+            for (int z = 0; z < VX_BRICK; z++) vx_fc_split(acc, s_k[2][z], s_f[2][z], t2[z][j][i][c]);
+            if (c0 + c < ncc && i < s_ext[0] && j < s_ext[1])
+#pragma unroll
+                for (int k = 0; k < VX_FC_W; k++)
+                    if (k < s_ext[2] && acc[k] != 0.0f)
+                        atomicAdd(cgrad + ((((size_t)(s_org[2] + k) * cm.n[1] + s_org[1] + j) * cm.n[0] + s_org[0] + i) *
+                                               ncc + c0 + c),
+                                  acc[k]);
+        }
+        __syncthreads(); /* t1 and t2 are rewritten by the next pass */
+    }
+}
+
+/* Adam on every coarse entry (not lazy: the coarse grid is small and every entry has
+ * neighbours seen by rays); the consumed gradient is replaced by the entry's step. */
+__global__ void vx_fit_coarse_adam_kernel(float *step, float *mom, float *var, size_t n, float lr, float b1, float b2,
+                                          float eps, float bc1, float bc2) {
+    size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n) return;
+    float x = 0.0f;
+    vx_fit_adam_update(&x, mom + j, var + j, step[j], lr, b1, b2, eps, bc1, bc2, 0);
+    step[j] = x;
+}
+
+/* The alive voxels' colour channels += U step: one thread per alive voxel. */
+__global__ void vx_fit_coarse_prolong_kernel(float *data, const unsigned *__restrict__ active, size_t n_active,
+                                             vx_fit_index L, int nc, vx_fit_coarse_map cm,
+                                             const float *__restrict__ step) {
+    size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= n_active) return;
+    size_t v = active[k], idx[8];
+    int x, y, z;
+    if (vx_fit_xyz(&L, v, &x, &y, &z)) return;
+    float w[8];
+    vx_fit_coarse_corners(&cm, x, y, z, idx, w);
+    int ncc = nc - 1;
+    float *d = data + v * nc + 1;
+    for (int c = 0; c < ncc; c++) {
+        float s = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; j++) s += w[j] * step[idx[j] * ncc + c];
+        d[c] += s;
+    }
+}
+
+#endif
