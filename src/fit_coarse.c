@@ -39,12 +39,6 @@ int vx_fit_coarse_init_cpu(vx_fit_model *f, int res) {
     return 0;
 }
 
-void vx_fit_coarse_free(vx_fit_model *f) {
-    free(f->coarse_grad); free(f->coarse_m); free(f->coarse_v);
-    f->coarse_grad = f->coarse_m = f->coarse_v = NULL;
-    f->cn[0] = f->cn[1] = f->cn[2] = 0;
-}
-
 int vx_fit_coarse_map_of(const vx_fit_model *f, vx_fit_coarse_map *m) {
     int n[3] = {f->nx, f->ny, f->nz};
     for (int a = 0; a < 3; a++) {

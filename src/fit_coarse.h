@@ -5,6 +5,8 @@
 #ifndef VX_FIT_COARSE_H
 #define VX_FIT_COARSE_H
 
+#include <stdlib.h>
+
 #include "fit.h"
 #include "vx_math.h"
 
@@ -48,7 +50,13 @@ VX_HD void vx_fit_coarse_corners(const vx_fit_coarse_map *m, int x, int y, int z
 /* Give f (freshly initialised, either decoder) a coarse level: res vertices along the box's
  * longest edge (fewer along shorter ones, at least 2), zero gradient and moments. */
 int vx_fit_coarse_init_cpu(vx_fit_model *f, int res);
-void vx_fit_coarse_free(vx_fit_model *f);
+/* Drop the level (vx_fit_model_free calls it; inline, so fit_cpu.c and fit_coarse.c do not
+ * call each other: tools/include_graph.sh forbids cycles). */
+static inline void vx_fit_coarse_free(vx_fit_model *f) {
+    free(f->coarse_grad); free(f->coarse_m); free(f->coarse_v);
+    f->coarse_grad = f->coarse_m = f->coarse_v = NULL;
+    f->cn[0] = f->cn[1] = f->cn[2] = 0;
+}
 /* The map for f's current lattice; an error when a coarse voxel is less than twice a fine
  * one on some axis (the CUDA restriction's window assumes it; a coarser level is the point). */
 int vx_fit_coarse_map_of(const vx_fit_model *f, vx_fit_coarse_map *m);
