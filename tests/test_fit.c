@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "dataset.h"
 #include "fit.h"
+#include "fit_coarse.h"
 #include "fit_backend.h"
 #include "fit_errmap.h"
 #include "fit_report.h"
@@ -1890,6 +1891,44 @@ static void test_train_regularisers(void **state) {
     vx_grid_free(&s.grid);
 }
 
+/* --coarse: the training loop runs the level through a stage change. With the fine
+ * colour frozen (--lr-sh 0) the colour channels move only with the level, and the orbs
+ * fit better for it (same seed, rays and schedule). */
+static void test_train_coarse(void **state) {
+    (void)state;
+    vx_scene s;
+    vx_dataset train;
+    small_views(&s, &train);
+    double loss[2], moved[2];
+    for (int on = 0; on < 2; on++) {
+        vx_fit_config cfg;
+        small_config(&cfg, 80);
+        cfg.stages = 2;
+        cfg.res[1][0] = cfg.res[1][1] = cfg.res[1][2] = 16;
+        cfg.hp.lr_sh = 0.0f;
+        cfg.hp.lr_coarse = 0.05f;
+        double lo[3] = {-1, -1, -1}, hi[3] = {1, 1, 1};
+        float white[3] = {1, 1, 1};
+        vx_fit_model f;
+        assert_int_equal(vx_fit_model_init_cpu(&f, cfg.res[0], 1, lo, hi, 0.5f, 0.0f, white, cfg.hp.init_sigma), 0);
+        if (on) assert_int_equal(vx_fit_coarse_init_cpu(&f, 6), 0);
+        vx_fit_stats st;
+        if (vx_fit_train(&f, &cfg, &train, NULL, &st)) fail_msg("%s", vx_errmsg());
+        moved[on] = 0.0;
+        for (size_t v = 0; v < vx_fit_storage_voxels(&f); v++)
+            for (int c = 1; c < f.nc; c++) moved[on] += fabs(f.data[v * f.nc + c]);
+        loss[on] = st.loss_last;
+        vx_fit_model_free(&f);
+    }
+    fprintf(stderr, "coarse level in training, colour frozen: loss %.5f without, %.5f with; |colour| %g, %g\n", loss[0],
+            loss[1], moved[0], moved[1]);
+    assert_true(moved[0] == 0.0);
+    assert_true(moved[1] > 0.0);
+    assert_true(loss[1] < 0.9 * loss[0]);
+    vx_dataset_free(&train);
+    vx_grid_free(&s.grid);
+}
+
 /* --tv-until: TV stops at that progress. With TV on only before progress 0 the run is
  * the TV-free run (to rounding); before progress 0.5 it matches neither that run nor TV
  * throughout (same seed, rays and schedule). */
@@ -2279,7 +2318,7 @@ int main(void) {
         cmocka_unit_test(test_track_wmax),
         cmocka_unit_test(test_write_scene_roundtrip), cmocka_unit_test(test_dataset_good),
         cmocka_unit_test(test_dataset_bad),      cmocka_unit_test(test_metrics),
-        cmocka_unit_test(test_end_to_end),       cmocka_unit_test(test_train_regularisers),
+        cmocka_unit_test(test_end_to_end),       cmocka_unit_test(test_train_regularisers), cmocka_unit_test(test_train_coarse),
         cmocka_unit_test(test_train_tv_until),   cmocka_unit_test(test_train_error_map),
         cmocka_unit_test(test_commands),
         cmocka_unit_test(test_cuda_defaults), cmocka_unit_test(test_view_elevation), cmocka_unit_test(test_view_gap),

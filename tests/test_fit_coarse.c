@@ -1,7 +1,8 @@
 /* test_fit_coarse.c - the coarse level of `voxray fit --coarse` (fit_coarse.c) against a
  * direct double-precision evaluation of its interpolation U: the map, the restriction
  * (U^T of the alive voxels' colour gradient), the first Adam step's prolongation (closed
- * form: -lr sign(U^T g) interpolated), dense and bricked storage, and the training loop. */
+ * form: -lr sign(U^T g) interpolated), dense and bricked storage. test_fit.c's
+ * test_train_coarse runs the level through the training loop. */
 #include "vx_test.h"
 
 #include <math.h>
@@ -9,10 +10,7 @@
 #include "fit.h"
 #include "fit_coarse.h"
 #include "fit_march.h"
-#include "fit_train.h"
 #include "fit_coarse_fixture.h"
-#include "make_scene.h"
-#include "render.h"
 
 /* U's weight of coarse entry (i, j, k) at fine voxel (x, y, z), from the boxes alone. */
 static void ref_axis(const vx_fit_model *f, int a, int i, int *k, double *w) {
@@ -142,79 +140,12 @@ static void check_restrict_apply(int bricked) {
 static void test_coarse_dense(void **state) { (void)state; check_restrict_apply(0); }
 static void test_coarse_bricked(void **state) { (void)state; check_restrict_apply(1); }
 
-/* The training loop runs the level through a stage change: with the fine colour frozen
- * (--lr-sh 0) the colour channels move only with it, and the fit is better for it. */
-static void test_coarse_training(void **state) {
-    (void)state;
-    vx_scene s;
-    memset(&s, 0, sizeof s);
-    assert_int_equal(vx_make_scene("orbs", 16, &s.grid, &s), 0);
-    double lo[3] = {-1, -1, -1}, hi[3] = {1, 1, 1};
-    vx_grid_set_bbox(&s.grid, lo, hi, 0);
-    s.background[0] = s.background[1] = s.background[2] = 1.0f;
-    vx_dataset train;
-    memset(&train, 0, sizeof train);
-    {
-        vx_render_opts o;
-        vx_render_opts_default(&o);
-        vx_volume vol;
-        assert_int_equal(vx_volume_prepare(&vol, &s, &o), 0);
-        train.n = 6;
-        train.width = train.height = 32;
-        train.rgb = malloc((size_t)6 * 32 * 32 * 3 * sizeof(float));
-        train.cams = malloc(6 * sizeof(vx_camera));
-        train.names = calloc(6, sizeof *train.names);
-        double ctr[3] = {0, 0, 0}, up[3] = {0, 1, 0};
-        for (int i = 0; i < 6; i++) {
-            assert_int_equal(vx_camera_orbit(&train.cams[i], ctr, i * 60.0, i % 2 ? 30.0 : -15.0, 3.6, up, 45, 32, 32), 0);
-            vx_frame fr;
-            assert_int_equal(vx_frame_alloc(&fr, 32, 32, 0), 0);
-            assert_int_equal(vx_render_cpu(&vol, &train.cams[i], &o, &fr), 0);
-            memcpy(train.rgb + (size_t)i * 32 * 32 * 3, fr.rgb, 32 * 32 * 3 * sizeof(float));
-            vx_frame_free(&fr);
-        }
-        vx_volume_free(&vol);
-    }
-    double loss[2], moved[2];
-    for (int on = 0; on < 2; on++) {
-        vx_fit_config cfg;
-        vx_fit_config_default(&cfg);
-        cfg.stages = 2;
-        cfg.res[0][0] = cfg.res[0][1] = cfg.res[0][2] = 12;
-        cfg.res[1][0] = cfg.res[1][1] = cfg.res[1][2] = 16;
-        cfg.iters = 80;
-        cfg.batch = 256;
-        cfg.val_every = cfg.val_views = cfg.log_every = 0;
-        cfg.hp.lr_sh = 0.0f;
-        cfg.hp.lr_coarse = 0.05f;
-        vx_fit_model f;
-        float white[3] = {1, 1, 1};
-        assert_int_equal(vx_fit_model_init_cpu(&f, cfg.res[0], 1, lo, hi, 0.5f, 0.0f, white, cfg.hp.init_sigma), 0);
-        if (on) assert_int_equal(vx_fit_coarse_init_cpu(&f, 6), 0);
-        vx_fit_stats st;
-        if (vx_fit_train(&f, &cfg, &train, NULL, &st)) fail_msg("%s", vx_errmsg());
-        moved[on] = 0.0;
-        for (size_t v = 0; v < vx_fit_storage_voxels(&f); v++)
-            for (int c = 1; c < f.nc; c++) moved[on] += fabs(f.data[v * f.nc + c]);
-        loss[on] = st.loss_last;
-        vx_fit_model_free(&f);
-    }
-    fprintf(stderr, "coarse level in training, colour frozen: loss %.5f without, %.5f with; |colour| %g, %g\n", loss[0],
-            loss[1], moved[0], moved[1]);
-    assert_true(moved[0] == 0.0);
-    assert_true(moved[1] > 0.0);
-    assert_true(loss[1] < 0.9 * loss[0]);
-    vx_dataset_free(&train);
-    vx_grid_free(&s.grid);
-}
-
 int main(void) {
     vx_test_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_coarse_map),
         cmocka_unit_test(test_coarse_dense),
         cmocka_unit_test(test_coarse_bricked),
-        cmocka_unit_test(test_coarse_training),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
