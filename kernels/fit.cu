@@ -351,7 +351,7 @@ static int vx__create(vx_fit_device *g, const vx_fit_model *f, int max_batch) {
             return -1;
     }
     if (f->cn[0]) {
-        size_t nb = (size_t)f->cn[0] * f->cn[1] * f->cn[2] * (size_t)(f->nc - 1) * sizeof(float);
+        size_t nb = vx_fit_coarse_entries(f) * sizeof(float);
         if (vx_cuda_alloc((void **)&g->d_cgrad, nb, "fit coarse gradient") || vx_cuda_upload(g->d_cgrad, f->coarse_grad, nb) ||
             vx_cuda_alloc((void **)&g->d_cm, nb, "fit coarse moments") || vx_cuda_upload(g->d_cm, f->coarse_m, nb) ||
             vx_cuda_alloc((void **)&g->d_cv, nb, "fit coarse moments") || vx_cuda_upload(g->d_cv, f->coarse_v, nb))
@@ -446,10 +446,11 @@ static int vx__download(const vx_fit_device *g, vx_fit_model *f, int all) {
         return -1;
     f->t = g->m.t;
     if (!all) return 0;
-    size_t cb = f->cn[0] ? (size_t)f->cn[0] * f->cn[1] * f->cn[2] * (size_t)(f->nc - 1) * sizeof(float) : 0;
-    if (cb && (memcmp(f->cn, g->m.cn, sizeof f->cn) || vx_cuda_download(f->coarse_grad, g->d_cgrad, cb) ||
-               vx_cuda_download(f->coarse_m, g->d_cm, cb) || vx_cuda_download(f->coarse_v, g->d_cv, cb)))
-        return memcmp(f->cn, g->m.cn, sizeof f->cn) ? vx_error("fit: host and device coarse levels differ") : -1;
+    if (memcmp(f->cn, g->m.cn, sizeof f->cn)) return vx_error("fit: host and device coarse levels differ");
+    size_t cb = vx_fit_coarse_entries(f) * sizeof(float);
+    if (cb && (vx_cuda_download(f->coarse_grad, g->d_cgrad, cb) || vx_cuda_download(f->coarse_m, g->d_cm, cb) ||
+               vx_cuda_download(f->coarse_v, g->d_cv, cb)))
+        return -1;
     return vx_cuda_download(f->grad, g->d_grad, n * sizeof(float)) ||
                    vx_cuda_download(f->adam_m, g->d_m, n * sizeof(float)) ||
                    vx_cuda_download(f->adam_v, g->d_v, n * sizeof(float)) ||
@@ -917,7 +918,7 @@ extern "C" int vx_fit_coarse_apply_cuda(vx_fit_device *g, const vx_fit_hparams *
     vx_fit_coarse_map cm;
     if (vx_fit_coarse_map_of(&g->m, &cm)) return -1;
     float bc1 = (float)(1.0 - pow(h->beta1, (double)g->m.t)), bc2 = (float)(1.0 - pow(h->beta2, (double)g->m.t));
-    size_t n = (size_t)g->m.cn[0] * g->m.cn[1] * g->m.cn[2] * (size_t)(g->m.nc - 1);
+    size_t n = vx_fit_coarse_entries(&g->m);
     double t0 = 0.0;
     if (vx__prof_start(g, &t0)) return -1;
     vx_fit_coarse_adam_kernel<<<vx_ceil_div(n, 256), 256>>>(g->d_cgrad, g->d_cm, g->d_cv, n, lr, h->beta1, h->beta2,

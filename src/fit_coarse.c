@@ -10,10 +10,6 @@
 #include "fit_march.h"
 #include "vx_common.h"
 
-static size_t vx__coarse_count(const vx_fit_model *f) {
-    return (size_t)f->cn[0] * f->cn[1] * f->cn[2] * (size_t)(f->nc - 1);
-}
-
 int vx_fit_coarse_init_cpu(vx_fit_model *f, int res) {
     if (res < 2 || res > 1024) return vx_error("fit: --coarse %d is outside 2..1024", res);
     if (f->nc < 2) return vx_error("fit: the coarse level needs colour channels (the model has %d)", f->nc);
@@ -28,7 +24,7 @@ int vx_fit_coarse_init_cpu(vx_fit_model *f, int res) {
         f->coarse_lo[a] = f->box_lo[a];
         f->coarse_hi[a] = f->box_hi[a];
     }
-    size_t n = vx__coarse_count(f);
+    size_t n = vx_fit_coarse_entries(f);
     f->coarse_grad = vx_calloc(n, sizeof(float), "fit coarse gradient");
     f->coarse_m = vx_calloc(n, sizeof(float), "fit coarse Adam first moment");
     f->coarse_v = vx_calloc(n, sizeof(float), "fit coarse Adam second moment");
@@ -84,7 +80,7 @@ int vx_fit_coarse_apply_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr) 
     vx_fit_coarse_map m;
     if (vx_fit_coarse_map_of(f, &m)) return -1;
     float bc1 = (float)(1.0 - pow(h->beta1, (double)f->t)), bc2 = (float)(1.0 - pow(h->beta2, (double)f->t));
-    size_t n = vx__coarse_count(f);
+    size_t n = vx_fit_coarse_entries(f);
     float *step = f->coarse_grad; /* each entry's gradient, consumed, becomes its step */
     for (size_t j = 0; j < n; j++) {
         float x = 0.0f;

@@ -50,6 +50,11 @@ VX_HD void vx_fit_coarse_corners(const vx_fit_coarse_map *m, int x, int y, int z
 /* Give f (freshly initialised, either decoder) a coarse level: res vertices along the box's
  * longest edge (fewer along shorter ones, at least 2), zero gradient and moments. */
 int vx_fit_coarse_init_cpu(vx_fit_model *f, int res);
+/* Entries of the coarse grid's gradient and each moment array (0 without a level). */
+static inline size_t vx_fit_coarse_entries(const vx_fit_model *f) {
+    return (size_t)f->cn[0] * f->cn[1] * f->cn[2] * (size_t)(f->nc - 1);
+}
+
 /* Drop the level (vx_fit_model_free calls it; inline, so fit_cpu.c and fit_coarse.c do not
  * call each other: tools/include_graph.sh forbids cycles). */
 static inline void vx_fit_coarse_free(vx_fit_model *f) {
