@@ -45,9 +45,9 @@ int vx_piece_cut(vx_grid *g, const int blo[3], const int bhi[3]) {
         for (int y = blo[1]; y < bhi[1]; y++)
             for (int x = blo[0]; x < bhi[0]; x++) {
                 size_t t = ((size_t)z * bn[1] + y) * bn[0] + x;
+                if (in && in->table[t] < 0) continue; /* before dst: a piece of absent bricks has no pool (NULL) */
                 float *dst = s->pool + slot * bv;
                 if (in) {
-                    if (in->table[t] < 0) continue;
                     memcpy(dst, in->pool + (size_t)in->table[t] * bv, bv * sizeof(float));
                 } else {
                     memset(dst, 0, bv * sizeof(float)); /* voxels past the lattice: never read */
