@@ -146,7 +146,8 @@ int vx_fit_model_init_cpu(vx_fit_model *f, const int res[3], int sh_degree, cons
                           const double hi[3], float step, float density_scale, const float bg[3],
                           float init_sigma);
 /* Turn a freshly initialised model into the mlp decoder's: 16 channels (density as it
- * was, features zero) and `layers` hidden layers with vx_mlp_init(layers, seed) weights. */
+ * was, features zero) and `layers` hidden layers with vx_mlp_init(layers, seed) weights.
+ * On failure the model is freed (as a failed vx_fit_model_init_cpu's is). */
 int vx_fit_model_use_mlp_cpu(vx_fit_model *f, int layers, unsigned seed);
 void vx_fit_model_free(vx_fit_model *f);
 

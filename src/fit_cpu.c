@@ -232,11 +232,16 @@ int vx_fit_model_init_cpu(vx_fit_model *f, const int res[3], int sh_degree, cons
 }
 
 int vx_fit_model_use_mlp_cpu(vx_fit_model *f, int layers, unsigned seed) {
-    if (layers < 1 || layers > 2) return vx_error("fit: the mlp decoder has 1 or 2 hidden layers, not %d", layers);
-    if (f->table || f->t) return vx_error("fit: the mlp decoder is chosen before training, on a dense model");
+    /* on failure the model is freed, as vx_fit_model_init_cpu's is: callers free nothing */
+    int bad_layers = layers < 1 || layers > 2, not_dense = f->table || f->t;
+    if (bad_layers || not_dense) {
+        vx_fit_model_free(f);
+        return bad_layers ? vx_error("fit: the mlp decoder has 1 or 2 hidden layers, not %d", layers)
+                          : vx_error("fit: the mlp decoder is chosen before training, on a dense model");
+    }
     size_t nv = vx_fit_storage_voxels(f);
     float *dens = vx_malloc(nv * sizeof(float), "fit initial density");
-    if (!dens) return -1;
+    if (!dens) { vx_fit_model_free(f); return -1; }
     for (size_t i = 0; i < nv; i++) dens[i] = f->data[i * f->nc];
     vx__free_arrays(f);
     f->nc = VX_MLP_CHANNELS;
@@ -259,7 +264,8 @@ int vx_fit_model_use_mlp_cpu(vx_fit_model *f, int layers, unsigned seed) {
     for (size_t i = 0; i < nv; i++) f->data[i * f->nc] = dens[i]; /* features zero, as DirectVoxGO starts */
     free(dens);
     vx_mlp_init(layers, seed, f->mlp);
-    return vx_fit_update_params(f, f->mp.stop);
+    if (vx_fit_update_params(f, f->mp.stop)) { vx_fit_model_free(f); return -1; }
+    return 0;
 }
 
 void vx_fit_model_free(vx_fit_model *f) {

@@ -330,6 +330,28 @@ static void test_adam_weights(void **state) {
     vx_fit_model_free(&f);
 }
 
+/* A refused vx_fit_model_use_mlp_cpu (3 hidden layers) frees the model, as a failed init
+ * does: the caller frees nothing, and the sanitizer build's leak check sees nothing left.
+ * A success keeps the density and zeroes the features. */
+static void test_use_mlp_refusals(void **state) {
+    (void)state;
+    vx_fit_model f;
+    int res[3] = {4, 4, 4};
+    double lo[3] = {-1, -1, -1}, hi[3] = {1, 1, 1};
+    float bg[3] = {1, 1, 1};
+    assert_int_equal(vx_fit_model_init_cpu(&f, res, 0, lo, hi, 0.5f, 1.0f, bg, 0.1f), 0);
+    assert_int_equal(vx_fit_model_use_mlp_cpu(&f, 3, 1), -1);
+    assert_null(f.data);
+    assert_null(f.mlp);
+    assert_int_equal(vx_fit_model_init_cpu(&f, res, 0, lo, hi, 0.5f, 1.0f, bg, 0.1f), 0);
+    float d0 = f.data[0];
+    assert_int_equal(vx_fit_model_use_mlp_cpu(&f, 2, 1), 0);
+    assert_int_equal(f.nc, VX_MLP_CHANNELS);
+    assert_float_equal(f.data[0], d0, 0);
+    for (int c = 1; c < f.nc; c++) assert_float_equal(f.data[c], 0, 0);
+    vx_fit_model_free(&f);
+}
+
 /* `fit --mlp-dir-degree`: vx_mlp_dir_cut names exactly the first-layer weights of the
  * direction's terms past the kept ones; the cut zeroes them, Adam keeps them zero (and
  * consumes their gradient) while every other weight moves; with degree 0 the decoded
@@ -505,6 +527,7 @@ int main(void) {
         cmocka_unit_test(test_ray_backward_grad), cmocka_unit_test(test_rgbper_grad),
         cmocka_unit_test(test_batch_sums_threads),
         cmocka_unit_test(test_adam_weights), cmocka_unit_test(test_dir_cut),
+        cmocka_unit_test(test_use_mlp_refusals),
         cmocka_unit_test(test_write_scene_roundtrip),
         cmocka_unit_test(test_end_to_end),
     };
