@@ -91,10 +91,10 @@ int vx_fit_set_ray_version_cuda(vx_fit_device *g, int version);
  * with the current occupancy grid (rebuild it first). */
 int vx_fit_render_view_cuda(vx_fit_device *g, const vx_camera *c, float *rgb);
 /* Profiling: when on, every step waits for the device and adds its wall time to a
- * counter; vx_fit_timings_cuda returns the milliseconds since the last call for [0] rays,
- * [1] TV, [2] Adam, [3] occupancy, and resets them. */
+ * counter; vx_fit_timings_cuda returns the milliseconds since the last call in the
+ * buckets of fit.h's VX_FIT_PROF_* (rays, TV, Adam, occupancy, coarse level), and resets them. */
 void vx_fit_profile_cuda(vx_fit_device *g, int on);
-void vx_fit_timings_cuda(vx_fit_device *g, double ms[4]);
+void vx_fit_timings_cuda(vx_fit_device *g, double ms[VX_FIT_PROF_N]);
 
 #ifdef __cplusplus
 }

@@ -60,7 +60,7 @@ struct vx_fit_device {
     unsigned long long mb_cap;  /* their capacity in samples (0: not allocated yet) */
     int mb_blocks[2][2];        /* persistent blocks of the [forward, backward][layers - 1] kernels */
     int profile;
-    double prof_ms[4];
+    double prof_ms[VX_FIT_PROF_N];
     double prof_mlpb[5], prof_samples; /* profiling: the batched mlp step's kernels, samples */
     float *d_cgrad, *d_cm, *d_cv; /* the coarse level (m.cn[0] > 0): gradient (then step), moments */
 };
@@ -406,8 +406,8 @@ extern "C" int vx_fit_set_mlp_kernel_cuda(vx_fit_device *g, int kernel) {
     g->mlp_kernel = kernel;
     return 0;
 }
-extern "C" void vx_fit_timings_cuda(vx_fit_device *g, double ms[4]) {
-    for (int k = 0; k < 4; k++) { ms[k] = g->prof_ms[k]; g->prof_ms[k] = 0.0; }
+extern "C" void vx_fit_timings_cuda(vx_fit_device *g, double ms[VX_FIT_PROF_N]) {
+    for (int k = 0; k < VX_FIT_PROF_N; k++) { ms[k] = g->prof_ms[k]; g->prof_ms[k] = 0.0; }
 }
 
 extern "C" int vx_fit_set_ray_version_cuda(vx_fit_device *g, int version) {
@@ -753,7 +753,7 @@ extern "C" int vx_fit_rays_backward_cuda(vx_fit_device *g, const vx_fit_batch *b
         *loss = s;
     }
     if (out_rgb && vx_cuda_download(out_rgb, g->d_rgb, bytes)) return -1;
-    return vx__prof_stop(g, 0, t0);
+    return vx__prof_stop(g, VX_FIT_PROF_RAYS, t0);
 }
 
 extern "C" int vx_fit_rays_sampled_cuda(vx_fit_device *g, int n, uint64_t seed, double *loss) {
@@ -779,7 +779,7 @@ extern "C" int vx_fit_rays_sampled_cuda(vx_fit_device *g, int n, uint64_t seed, 
         vx_fit_errmap_add_kernel<<<vx_ceil_div((size_t)n, bs), bs>>>(src.tiles, seed, n, g->d_loss, g->d_eacc);
         VX_LAUNCH_CHECK("vx_fit_errmap_add_kernel");
     }
-    return vx__prof_stop(g, 0, t0);
+    return vx__prof_stop(g, VX_FIT_PROF_RAYS, t0);
 }
 
 extern "C" int vx_fit_errmap_upload_cuda(vx_fit_device *g, const vx_fit_tiles *t, int batch) {
@@ -862,7 +862,7 @@ extern "C" int vx_fit_tv_backward_cuda(vx_fit_device *g, float w_sigma, float w_
                                                             eps, d_term);
     VX_LAUNCH_CHECK("vx_fit_tv_kernel");
     if (term && vx_cuda_download(term, d_term, sizeof(double))) return -1;
-    return vx__prof_stop(g, 1, t0);
+    return vx__prof_stop(g, VX_FIT_PROF_TV, t0);
 }
 
 extern "C" int vx_fit_adam_step_cuda(vx_fit_device *g, const vx_fit_hparams *h, float lr_sigma, float lr_sh) {
@@ -882,7 +882,7 @@ extern "C" int vx_fit_adam_step_cuda(vx_fit_device *g, const vx_fit_hparams *h, 
                                                        h->eps, bc1, bc2, h->lazy);
         VX_LAUNCH_CHECK("vx_fit_adam_kernel");
     }
-    return vx__prof_stop(g, 2, t0);
+    return vx__prof_stop(g, VX_FIT_PROF_ADAM, t0);
 }
 
 extern "C" int vx_fit_adam_step_mlp_cuda(vx_fit_device *g, const vx_fit_hparams *h, float lr) {
@@ -910,7 +910,7 @@ extern "C" int vx_fit_coarse_restrict_cuda(vx_fit_device *g) {
     vx_fit_coarse_restrict_kernel<<<(unsigned)blocks, 512>>>(g->d_grad, g->d_alive, vx__index(g), g->m.nc, cm, tiles[0],
                                                              tiles[1], g->d_cgrad);
     VX_LAUNCH_CHECK("vx_fit_coarse_restrict_kernel");
-    return vx__prof_stop(g, 2, t0);
+    return vx__prof_stop(g, VX_FIT_PROF_LEVEL, t0);
 }
 
 extern "C" int vx_fit_coarse_apply_cuda(vx_fit_device *g, const vx_fit_hparams *h, float lr) {
@@ -924,13 +924,16 @@ extern "C" int vx_fit_coarse_apply_cuda(vx_fit_device *g, const vx_fit_hparams *
     vx_fit_coarse_adam_kernel<<<vx_ceil_div(n, 256), 256>>>(g->d_cgrad, g->d_cm, g->d_cv, n, lr, h->beta1, h->beta2,
                                                               h->eps, bc1, bc2);
     VX_LAUNCH_CHECK("vx_fit_coarse_adam_kernel");
-    if (g->n_active) {
-        vx_fit_coarse_prolong_kernel<<<vx_ceil_div(g->n_active, 256), 256>>>(g->d_data, g->d_active, g->n_active,
-                                                                             vx__index(g), g->m.nc, cm, g->d_cgrad);
+    int gw = g->m.nc % 4 == 0 ? 4 : 1, ng = g->m.nc / gw;
+    size_t chunk = ((size_t)1 << 31) / (size_t)ng; /* as the Adam step: 32-bit work indices */
+    for (size_t k0 = 0; k0 < g->n_active; k0 += chunk) {
+        size_t nk = g->n_active - k0 < chunk ? g->n_active - k0 : chunk, nt = nk * (size_t)ng;
+        vx_fit_coarse_prolong_kernel<<<vx_ceil_div(nt, 256), 256>>>(g->d_data, g->d_active + k0, (unsigned)nt, ng, gw,
+                                                                    vx__index(g), cm, g->d_cgrad);
         VX_LAUNCH_CHECK("vx_fit_coarse_prolong_kernel");
     }
     if (vx_cuda_zero(g->d_cgrad, n * sizeof(float))) return -1;
-    return vx__prof_stop(g, 2, t0);
+    return vx__prof_stop(g, VX_FIT_PROF_LEVEL, t0);
 }
 
 extern "C" int vx_fit_occupancy_build_cuda(vx_fit_device *g, int cell) {
@@ -957,7 +960,7 @@ extern "C" int vx_fit_occupancy_build_cuda(vx_fit_device *g, int cell) {
                                                                  mp->occ_n[2], g->d_occ);
         VX_LAUNCH_CHECK("vx_fit_occ_kernel");
     }
-    return vx__prof_stop(g, 3, t0);
+    return vx__prof_stop(g, VX_FIT_PROF_OCC, t0);
 }
 
 extern "C" int vx_fit_occupancy_download_cuda(const vx_fit_device *g, unsigned char *occ, size_t count) {

@@ -210,6 +210,11 @@ size_t vx_fit_alive_bounds_cpu(const vx_fit_model *f, int lo[3], int hi[3]);
  * (dense or bricked storage alike); returns how many are alive. */
 size_t vx_fit_alive_mask_cpu(const vx_fit_model *f, unsigned char *mask);
 
+/* The device's per-step timings (`fit` with profiling, its per-stage table): milliseconds
+ * in the ray step, TV, the fine Adam steps, the occupancy rebuild and the coarse level
+ * (restriction, coarse Adam, prolongation), in this order. */
+enum { VX_FIT_PROF_RAYS, VX_FIT_PROF_TV, VX_FIT_PROF_ADAM, VX_FIT_PROF_OCC, VX_FIT_PROF_LEVEL, VX_FIT_PROF_N };
+
 /* What the crop keeps: the 26-connected components of the alive voxels in mask (an
  * n[0] x n[1] x n[2] lattice, `alive` of them set), each kept when it holds at least
  * keep * alive voxels or is the largest; lo/hi (inclusive) span the kept ones. The stray

@@ -57,9 +57,9 @@ typedef struct {
     /* Bring the parameters to the host model (to write or render it). */
     int (*sync)(vx_fit_backend *b);
     /* Per-kernel timing of the next steps (on), and the milliseconds since the last call
-     * for rays, TV, Adam, occupancy; returns 0 when the backend does not profile. */
+     * in fit.h's VX_FIT_PROF_* buckets; returns 0 when the backend does not profile. */
     void (*profile)(vx_fit_backend *b, int on);
-    int (*timings)(vx_fit_backend *b, double ms[4]);
+    int (*timings)(vx_fit_backend *b, double ms[VX_FIT_PROF_N]);
     size_t (*mem_in_use)(void); /* device bytes in use (0: none or unknown) */
 } vx_fit_backend_ops;
 

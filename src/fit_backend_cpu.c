@@ -107,7 +107,7 @@ static int vx__render(vx_fit_backend *b, const vx_dataset *d, int v, int occ_cel
 
 static int vx__sync(vx_fit_backend *b) { (void)b; return 0; }
 static void vx__profile(vx_fit_backend *b, int on) { (void)b; (void)on; }
-static int vx__timings(vx_fit_backend *b, double ms[4]) { (void)b; memset(ms, 0, 4 * sizeof *ms); return 0; }
+static int vx__timings(vx_fit_backend *b, double ms[VX_FIT_PROF_N]) { (void)b; memset(ms, 0, VX_FIT_PROF_N * sizeof *ms); return 0; }
 static size_t vx__mem_in_use(void) { return 0; }
 
 const vx_fit_backend_ops vx_fit_backend_cpu = {

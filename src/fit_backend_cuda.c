@@ -96,7 +96,7 @@ static int vx__render(vx_fit_backend *b, const vx_dataset *d, int v, int occ_cel
 static int vx__sync(vx_fit_backend *b) { return vx_fit_params_download_cuda(b->g, b->f); }
 static void vx__profile(vx_fit_backend *b, int on) { vx_fit_profile_cuda(b->g, on); }
 
-static int vx__timings(vx_fit_backend *b, double ms[4]) {
+static int vx__timings(vx_fit_backend *b, double ms[VX_FIT_PROF_N]) {
     vx_fit_timings_cuda(b->g, ms);
     return 1;
 }

@@ -263,9 +263,9 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
         st->stage[stage].seconds += dt;
         st->stage[stage].rays += cfg->batch;
         st->stage[stage].steps++;
-        double ms[4];
+        double ms[VX_FIT_PROF_N];
         if (prof && t.ops->timings(t.b, ms)) {
-            for (int k = 0; k < 4; k++) st->stage[stage].prof_ms[k] += ms[k];
+            for (int k = 0; k < VX_FIT_PROF_N; k++) st->stage[stage].prof_ms[k] += ms[k];
             st->stage[stage].prof_steps++;
         }
         {
@@ -319,15 +319,16 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
                 cfg->iters, cfg->max_seconds);
     if (cfg->log_every) {
         printf("fit: per stage  %-14s %10s %8s %12s %s\n", "lattice", "alive", "seconds", "rays/s",
-               t.ops->on_device ? "  ms/step: rays    TV  Adam   occ   GPU memory" : "");
+               t.ops->on_device ? "  ms/step: rays    TV  Adam level   occ   GPU memory" : "");
         for (int s = 0; s <= stage; s++) {
             char lat[48], tail[160] = "";
             snprintf(lat, sizeof lat, "%dx%dx%d", st->stage[s].res[0], st->stage[s].res[1], st->stage[s].res[2]);
             int n = st->stage[s].prof_steps;
+            const double *ms = st->stage[s].prof_ms;
             if (n)
-                snprintf(tail, sizeof tail, "          %6.2f %5.2f %5.2f %5.2f   %.1f GiB", st->stage[s].prof_ms[0] / n,
-                         st->stage[s].prof_ms[1] / n, st->stage[s].prof_ms[2] / n, st->stage[s].prof_ms[3] / n,
-                         st->stage[s].peak_bytes / 1073741824.0);
+                snprintf(tail, sizeof tail, "          %6.2f %5.2f %5.2f %5.2f %5.2f   %.1f GiB", ms[VX_FIT_PROF_RAYS] / n,
+                         ms[VX_FIT_PROF_TV] / n, ms[VX_FIT_PROF_ADAM] / n, ms[VX_FIT_PROF_LEVEL] / n,
+                         ms[VX_FIT_PROF_OCC] / n, st->stage[s].peak_bytes / 1073741824.0);
             printf("fit:   stage %d  %-14s %10zu %8.1f %12.0f%s\n", s + 1, lat, st->stage[s].alive, st->stage[s].seconds,
                    st->stage[s].rays / fmax(st->stage[s].seconds, 1e-9), tail);
         }

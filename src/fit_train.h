@@ -77,7 +77,7 @@ typedef struct {
         size_t alive;
         double seconds;
         long long rays, steps;
-        double prof_ms[4];        /* rays, TV, Adam, occupancy summed over prof_steps */
+        double prof_ms[VX_FIT_PROF_N]; /* fit.h's VX_FIT_PROF_* buckets summed over prof_steps */
         int prof_steps;
         size_t peak_bytes;
     } stage[VX_FIT_MAX_STAGES];

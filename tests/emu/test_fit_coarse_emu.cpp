@@ -48,8 +48,10 @@ static void check(int bricked) {
         std::vector<unsigned> active;
         for (size_t v = 0; v < nv; v++)
             if (f.alive[v]) active.push_back((unsigned)v);
-        vx_emu_launch(dim3((unsigned)((active.size() + 255) / 256)), dim3(256), vx_fit_coarse_prolong_kernel,
-                      data.data(), (const unsigned *)active.data(), active.size(), L, nc, cm, (const float *)step.data());
+        int gw = nc % 4 == 0 ? 4 : 1, ng = nc / gw; /* as vx_fit_coarse_apply_cuda */
+        unsigned nt = (unsigned)(active.size() * ng);
+        vx_emu_launch(dim3((nt + 255) / 256), dim3(256), vx_fit_coarse_prolong_kernel, data.data(),
+                      (const unsigned *)active.data(), nt, ng, gw, L, cm, (const float *)step.data());
         OK(vx_fit_coarse_apply_cpu(&f, &h, lr));
         compare_most(f.coarse_m, cm_m.data(), ncoarse, 1e-6, 1e-9, 0, "coarse first moment");
         compare_most(f.coarse_v, cm_v.data(), ncoarse, 1e-6, 1e-12, 0, "coarse second moment");
