@@ -1,8 +1,9 @@
 /* bench_fit.c - `voxray bench fit SCENE DATASET`: times the training steps of `voxray fit`
  * on a fitted scene (so the occupancy and the alive voxels are those of a real run):
  * ray kernel versions 1 and 2 (an mlp scene: its per-ray and batched kernels), TV, Adam
- * and the occupancy rebuild, in ms per step, rays/s and GB/s, next to the device's measured
- * copy bandwidth. Needs a CUDA device. */
+ * and the occupancy rebuild (with --coarse R the coarse level's restriction and step too),
+ * in ms per step, rays/s and GB/s, next to the device's measured copy bandwidth. Needs a
+ * CUDA device. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "cli.h"
 #include "dataset.h"
 #include "fit.h"
+#include "fit_coarse.h"
 #include "fit_train.h"
 #include "scene.h"
 #include "sparse_grid.h"
@@ -23,6 +25,7 @@
 
 static void vx__bench_fit_usage(FILE *o) {
     fprintf(o, "usage: voxray bench fit SCENE DATASET [--batch RAYS] [--steps K] [--downscale F] [--dense]\n"
+               "                       [--coarse R]\n"
                "Times the `voxray fit` steps on the CUDA device with SCENE (a scene `voxray fit`\n"
                "wrote: sh or mlp decoder, relu density) as the model and DATASET's training views\n"
                "(every 8th held out, as fit does): median ms per step over K steps (default 20) of\n"
@@ -30,7 +33,11 @@ static void vx__bench_fit_usage(FILE *o) {
                "batched kernel), version 2 (batched) with the per-point colour loss of --rgbper 0.01,\n"
                "TV, Adam, occupancy and a whole step with fit's CUDA defaults (--rgbper 0.01 included).\n"
                "The model is held as training holds it after the first stage: 8^3 bricks with alive\n"
-               "voxels only (--dense: the whole lattice, as before bricked training).\n");
+               "voxels only (--dense: the whole lattice, as before bricked training). --coarse R adds\n"
+               "fit's coarse level (R vertices along the scene box's longest edge; R/8 of the lattice\n"
+               "is what a 512^3 fit with --coarse 64 holds) and times its restriction, with every\n"
+               "alive voxel's colour gradient non-zero (the most atomics a step can ask), and its\n"
+               "Adam step with the prolongation; the whole step then includes them.\n");
 }
 
 #ifdef VX_HAVE_CUDA
@@ -129,15 +136,29 @@ static int vx__adam(vx_fit_device *g, void *ctx, int k) {
     h.lazy = 0;
     return vx_fit_adam_step_cuda(g, &h, 0.0f, 0.0f);
 }
+/* The coarse level (--coarse): the restriction of the fine gradient (left in place, so
+ * every call sees the same one), and the coarse Adam step with its prolongation at a zero
+ * rate (the model does not move; the kernels' work does not depend on the values). */
+static int vx__coarse_restrict(vx_fit_device *g, void *ctx, int k) {
+    (void)ctx; (void)k;
+    return vx_fit_coarse_restrict_cuda(g);
+}
+static int vx__coarse_apply(vx_fit_device *g, void *ctx, int k) {
+    vx__bench_ctx *c = ctx;
+    (void)k;
+    return vx_fit_coarse_apply_cuda(g, &c->hp, 0.0f);
+}
 /* One whole training step as `voxray fit` runs it with the CUDA defaults, the per-point
- * colour loss at 0.01 included (zero rates: the model does not move). */
+ * colour loss at 0.01 included (zero rates: the model does not move); the coarse level's
+ * kernels when the model has one (as fit_backend_cuda.c orders them). */
 static int vx__full(vx_fit_device *g, void *ctx, int k) {
     vx__bench_ctx *c = ctx;
     double loss;
     vx_fit_set_rgbper_cuda(g, VX_FIT_CUDA_RGBPER);
     int rc = vx_fit_set_mlp_kernel_cuda(g, 2) || /* an mlp model's batched kernel; nothing for sh */
              vx_fit_occupancy_build_cuda(g, 8) || vx_fit_rays_sampled_cuda(g, c->batch, 5000 + (uint64_t)k, &loss) ||
-             vx__tv(g, ctx, k) || vx_fit_adam_step_cuda(g, &c->hp, 0.0f, 0.0f);
+             vx__tv(g, ctx, k) || vx_fit_coarse_restrict_cuda(g) || vx_fit_adam_step_cuda(g, &c->hp, 0.0f, 0.0f) ||
+             vx_fit_coarse_apply_cuda(g, &c->hp, 0.0f);
     vx_fit_set_rgbper_cuda(g, 0.0f);
     return rc;
 }
@@ -177,14 +198,29 @@ static int vx__mlp_breakdown(vx_fit_device *g, vx__bench_ctx *c, int steps, int 
 }
 #endif
 
+/* --coarse R: the level over the scene's box, and a non-zero colour gradient in every alive
+ * voxel (small values, so nothing overflows whatever the rows add to it). */
+static int vx__coarse_setup(vx_fit_model *f, int coarse) {
+    if (!coarse) return 0;
+    if (vx_fit_coarse_init_cpu(f, coarse)) return -1;
+    vx_fit_coarse_map m;
+    if (vx_fit_coarse_map_of(f, &m)) return -1;
+    size_t nv = vx_fit_storage_voxels(f);
+    for (size_t v = 0; v < nv; v++)
+        if (f->alive[v])
+            for (int c = 1; c < f->nc; c++) f->grad[v * f->nc + c] = 1e-6f * (float)(1 + (v * 7 + (size_t)c) % 13);
+    return 0;
+}
+
 int vx_bench_fit(int argc, char **argv) {
     const char *scene = NULL, *dataset = NULL;
-    int batch = 131072, steps = 20, downscale = 1, dense = 0;
+    int batch = 131072, steps = 20, downscale = 1, dense = 0, coarse = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int bad = 0;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { vx__bench_fit_usage(stdout); return 0; }
-        if ((!strcmp(a, "--batch") || !strcmp(a, "--steps") || !strcmp(a, "--downscale")) && i + 1 >= argc) {
+        if ((!strcmp(a, "--batch") || !strcmp(a, "--steps") || !strcmp(a, "--downscale") || !strcmp(a, "--coarse")) &&
+            i + 1 >= argc) {
             fprintf(stderr, "voxray bench fit: %s needs a value\n", a);
             return 2;
         }
@@ -192,6 +228,7 @@ int vx_bench_fit(int argc, char **argv) {
         else if (!strcmp(a, "--batch")) bad = vx_parse_int(a, argv[++i], 1, 1 << 24, &batch);
         else if (!strcmp(a, "--steps")) bad = vx_parse_int(a, argv[++i], 1, 100000, &steps);
         else if (!strcmp(a, "--downscale")) bad = vx_parse_int(a, argv[++i], 1, 64, &downscale);
+        else if (!strcmp(a, "--coarse")) bad = vx_parse_int(a, argv[++i], 2, 1024, &coarse);
         else if (a[0] == '-' && a[1]) { fprintf(stderr, "voxray bench fit: unknown option '%s'\n", a); return 2; }
         else if (!scene) scene = a;
         else if (!dataset) dataset = a;
@@ -200,7 +237,7 @@ int vx_bench_fit(int argc, char **argv) {
     }
     if (!scene || !dataset) { vx__bench_fit_usage(stderr); return 2; }
 #ifndef VX_HAVE_CUDA
-    (void)dense;
+    (void)dense; (void)coarse;
     fprintf(stderr, "voxray bench fit: this voxray was built without CUDA\n");
     return 1;
 #else
@@ -225,7 +262,8 @@ int vx_bench_fit(int argc, char **argv) {
     if (vx__model_from_scene(&s, &f)) goto done;
     res[0] = f.nx; res[1] = f.ny; res[2] = f.nz;
     f.sparse_fit = !dense; /* the identity resample keeps every value and makes the bricks */
-    if ((!dense && vx_fit_resample_cpu(&f, f.box_lo, f.box_hi, res)) || vx_dataset_load(dataset, "train", downscale, &all) ||
+    if ((!dense && vx_fit_resample_cpu(&f, f.box_lo, f.box_hi, res)) || vx__coarse_setup(&f, coarse) ||
+        vx_dataset_load(dataset, "train", downscale, &all) ||
         vx_dataset_holdout(&all, 8, &train, &held) || vx_fit_batch_alloc(&b, batch) ||
         vx_fit_model_upload_cuda(&g, &f, batch) || vx_fit_views_upload_cuda(g, &train) || vx_fit_update_params_cuda(g, 1e-4f) ||
         vx_fit_occupancy_build_cuda(g, 8) || vx_bench_copy_bandwidth(&copy_gbs))
@@ -239,10 +277,17 @@ int vx_bench_fit(int argc, char **argv) {
     printf("storage: %s, %zu voxel entries, %.2f GiB of parameters, gradient and moments\n",
            f.table ? "8^3 bricks with alive voxels" : "dense lattice", vx_fit_storage_voxels(&f),
            (double)vx_fit_storage_voxels(&f) * f.nc * 16 / 1073741824.0);
+    if (coarse)
+        printf("coarse level: %dx%dx%d x %d channels, every alive voxel's colour gradient non-zero\n", f.cn[0], f.cn[1],
+               f.cn[2], f.nc - 1);
     printf("copy bandwidth (device to device, read + write): %.0f GB/s\n", copy_gbs);
     printf("  %-46s %10s %14s %10s\n", "step", "ms/step", "rays/s", "GB/s");
     int mlp = f.mlp_layers > 0;
     struct { const char *name; vx__step_fn fn; int rays; double bytes; } rows[] = {
+        /* first: the gradient vx__coarse_setup made is still there (Adam's row consumes it) */
+        {"coarse level: restriction", coarse ? vx__coarse_restrict : NULL, 0, (double)alive * (f.nc - 1) * 4},
+        {"coarse level: Adam + prolongation", coarse ? vx__coarse_apply : NULL, 0,
+         (double)alive * (f.nc - 1) * 4 * 2 + (double)vx_fit_coarse_entries(&f) * 4 * 6},
         {mlp ? "rays, mlp per-ray kernel (device rays)" : "rays v1 (generic, host-drawn rays)",
          mlp ? vx__rays_mlp_per_ray : vx__rays_v1, 1, 0},
         {mlp ? "rays, mlp batched kernel (device rays)" : "rays v2 (SH-specialised, device rays)",
@@ -256,6 +301,7 @@ int vx_bench_fit(int argc, char **argv) {
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         double ms;
+        if (!rows[r].fn) continue;
         if (vx__time(g, rows[r].fn, &ctx, steps, &ms)) goto done;
         char rays[32] = "", gbs[32] = "";
         if (rows[r].rays) snprintf(rays, sizeof rays, "%.0f", batch / (ms * 1e-3));
@@ -263,6 +309,9 @@ int vx_bench_fit(int argc, char **argv) {
         printf("  %-46s %10.3f %14s %10s\n", rows[r].name, ms, rays, gbs);
     }
     printf("(Adam's GB/s counts parameters, gradient and both moments, each read and written)\n");
+    if (coarse)
+        printf("(the level's GB/s: the restriction reads the colour gradient once; the prolongation reads and writes\n"
+               " the colour parameters, the coarse Adam step reads and writes its step and both moments)\n");
     if (mlp && vx__mlp_breakdown(g, &ctx, steps, f.mlp_layers)) goto done;
     rc = 0;
 done:

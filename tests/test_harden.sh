@@ -213,6 +213,10 @@ grep -E "^  orbs .* - +[0-9.]+ M " "$T/bench" >/dev/null && ok || bad "bench ren
 $VOXRAY bench render "$T/orbs" --size 16x16 --size 24x8 --frames 2 --backend cpu >"$T/bench" 2>/dev/null
 [ "$(grep -cE "^  orbs .* - +[0-9.]+ M " "$T/bench")" = 2 ] && ok || bad "bench render with two sizes: $(cat "$T/bench")"
 
+# bench fit --coarse: a missing or out-of-range level is refused before anything loads
+expect 2 "--coarse needs a value" -- $VOXRAY bench fit "$T/orbs" "$T" --coarse
+expect 2 "--coarse: 1 is outside" -- $VOXRAY bench fit "$T/orbs" "$T" --coarse 1
+
 # make-scene:NAME:RES builds the sparse scene in memory: the same image as its written form
 $VOXRAY make-scene shell -o "$T/shell_sp" --res 40 --sparse >/dev/null 2>&1 || bad "make-scene shell --sparse"
 expect 0 "" -- $VOXRAY render "$T/shell_sp" -o "$T/sp_file.png" --size 24x24 --backend cpu -q
