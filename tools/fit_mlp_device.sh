@@ -13,6 +13,9 @@
 #   mic5   mic, 5 minutes, mlp batched        lego5  lego (test split), 5 minutes, mlp batched
 #   mic60-sh3  mic, 60 s, SH degree 3 (the baseline, same lease)
 #   sanitize   compute-sanitizer memcheck and racecheck on test_fit_gpu's mlp tests
+#   level5     test_fit_gpu's coarse-level test, lego mlp 5 minutes with --coarse 64 (test split),
+#              then `bench fit` on that scene with the level (R = its lattice's longest edge / 8,
+#              as in the fit): the level's kernels row by row (FIT.md session 19, next calls)
 #   variants   OUTDIR DATASET SECONDS NAME=ARGS...: one fit a variant (ARGS split on spaces,
 #              after the mlp decoder's flags), e.g. `variants out .mic 120 base= tv="--tv-until 1"`
 #   runs       the same without the mlp flags (the SH decoder unless ARGS say otherwise), e.g.
@@ -22,7 +25,7 @@
 # after the step, so give each variant its own OUTDIR. Each fit adds its row (fit_summary.sh,
 # as fit_compare.sh writes them) to OUTDIR/summary.md.
 set -u
-step=${1:?usage: tools/fit_mlp_device.sh check|check-sh|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
+step=${1:?usage: tools/fit_mlp_device.sh check|check-sh|level5|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
 out=${2:?usage: tools/fit_mlp_device.sh STEP OUTDIR [fit args]}
 shift 2
 BIN=${BIN:-.dev/bin}
@@ -90,6 +93,15 @@ check-sh)
     fit mic20-sh3 .mic 20 --sh-degree 3 || exit 1
     echo "-- bench fit on the SH 3 scene (twice)"
     for k in 1 2; do "$VOXRAY" bench fit "$out/mic20-sh3" .mic --steps 10 2>&1; done | tee "$out/bench_fit_sh3.log"
+    ;;
+level5)
+    VX_FIT_GPU_QUICK=1 VX_TEST_FILTER='test_coarse*' "$BIN/test_fit_gpu" > "$out/test_coarse.log" 2>&1 ||
+        { tail -8 "$out/test_coarse.log"; echo "test_coarse_level failed: nothing timed"; exit 1; }
+    fit lego300-mc64 .lego 300 $mlp --val-split test --coarse 64 || exit 1
+    r=$(grep '^fit: *stage [0-9]' "$out/lego300-mc64.fit.log" | tail -n 1 |
+        awk '{ split($4, n, "x"); m = n[1]; if (n[2] > m) m = n[2]; if (n[3] > m) m = n[3]; print int(m / 8) }')
+    echo "-- bench fit on the scene, --coarse $r"
+    "$VOXRAY" bench fit "$out/lego300-mc64" .lego --coarse "$r" --steps 10 --batch 65536 2>&1 | tee "$out/bench_level.log"
     ;;
 mic5) fit mic300-mlpb .mic 300 $mlp ;;
 lego5) fit lego300-mlpb .lego 300 $mlp --val-split test ;;
