@@ -50,6 +50,7 @@ struct vx_fit_device {
     float *d_render;            /* validation frame */
     size_t render_cap;
     int version;                /* ray kernel: 1 or 2 */
+    int coarse_version;         /* the coarse level's restriction kernel: 1 or 2 */
     float *d_mlp, *d_mlp_grad, *d_mlp_m, *d_mlp_v; /* the mlp decoder's weights, dL/dweights, moments */
     vx_fit_mlp_record *d_rec;   /* its per-sample records (fit_mlp.cuh) */
     unsigned long long rec_cap, *d_rec_count; /* records held; reserved, written */
@@ -375,6 +376,7 @@ extern "C" int vx_fit_model_upload_cuda(vx_fit_device **out, const vx_fit_model 
     g->m.mp.occ_b = 0; /* occupancy is rebuilt on the device by vx_fit_occupancy_build_cuda */
     g->max_batch = max_batch;
     g->version = 2;
+    g->coarse_version = 1;
     g->mlp_kernel = 2; /* batched: 34x the per-ray kernel's rays/s (docs/BENCHMARKS.md, session 14) */
     if (vx__create(g, f, max_batch)) { vx_fit_model_free_cuda(g); return -1; }
     *out = g;
@@ -408,6 +410,12 @@ extern "C" int vx_fit_set_mlp_kernel_cuda(vx_fit_device *g, int kernel) {
 }
 extern "C" void vx_fit_timings_cuda(vx_fit_device *g, double ms[VX_FIT_PROF_N]) {
     for (int k = 0; k < VX_FIT_PROF_N; k++) { ms[k] = g->prof_ms[k]; g->prof_ms[k] = 0.0; }
+}
+
+extern "C" int vx_fit_set_coarse_version_cuda(vx_fit_device *g, int version) {
+    if (version != 1 && version != 2) return vx_error("fit: coarse restriction version %d (1 or 2)", version);
+    g->coarse_version = version;
+    return 0;
 }
 
 extern "C" int vx_fit_set_ray_version_cuda(vx_fit_device *g, int version) {
@@ -907,9 +915,15 @@ extern "C" int vx_fit_coarse_restrict_cuda(vx_fit_device *g) {
     if (blocks > 0x7fffffffull) return vx_error("fit: %zu bricks exceed one launch", blocks);
     double t0 = 0.0;
     if (vx__prof_start(g, &t0)) return -1;
-    vx_fit_coarse_restrict_kernel<<<(unsigned)blocks, 512>>>(g->d_grad, g->d_alive, vx__index(g), g->m.nc, cm, tiles[0],
-                                                             tiles[1], g->d_cgrad);
-    VX_LAUNCH_CHECK("vx_fit_coarse_restrict_kernel");
+    if (g->coarse_version == 2) {
+        vx_fit_coarse_restrict2_kernel<<<(unsigned)blocks, 512>>>(g->d_grad, g->d_alive, vx__index(g), g->m.nc, cm,
+                                                                  tiles[0], tiles[1], g->d_cgrad);
+        VX_LAUNCH_CHECK("vx_fit_coarse_restrict2_kernel");
+    } else {
+        vx_fit_coarse_restrict_kernel<<<(unsigned)blocks, 512>>>(g->d_grad, g->d_alive, vx__index(g), g->m.nc, cm,
+                                                                 tiles[0], tiles[1], g->d_cgrad);
+        VX_LAUNCH_CHECK("vx_fit_coarse_restrict_kernel");
+    }
     return vx__prof_stop(g, VX_FIT_PROF_LEVEL, t0);
 }
 

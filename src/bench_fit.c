@@ -36,8 +36,9 @@ static void vx__bench_fit_usage(FILE *o) {
                "voxels only (--dense: the whole lattice, as before bricked training). --coarse R adds\n"
                "fit's coarse level (R vertices along the scene box's longest edge; R/8 of the lattice\n"
                "is what a 512^3 fit with --coarse 64 holds) and times its restriction, with every\n"
-               "alive voxel's colour gradient non-zero (the most atomics a step can ask), and its\n"
-               "Adam step with the prolongation; the whole step then includes them.\n");
+               "alive voxel's colour gradient non-zero (the most atomics a step can ask; both\n"
+               "versions of its kernel), and its Adam step with the prolongation; the whole step\n"
+               "then includes them.\n");
 }
 
 #ifdef VX_HAVE_CUDA
@@ -139,10 +140,13 @@ static int vx__adam(vx_fit_device *g, void *ctx, int k) {
 /* The coarse level (--coarse): the restriction of the fine gradient (left in place, so
  * every call sees the same one), and the coarse Adam step with its prolongation at a zero
  * rate (the model does not move; the kernels' work does not depend on the values). */
-static int vx__coarse_restrict(vx_fit_device *g, void *ctx, int k) {
-    (void)ctx; (void)k;
-    return vx_fit_coarse_restrict_cuda(g);
+static int vx__coarse_restrict(vx_fit_device *g, int version) {
+    int rc = vx_fit_set_coarse_version_cuda(g, version) || vx_fit_coarse_restrict_cuda(g);
+    vx_fit_set_coarse_version_cuda(g, 1); /* fit's default again */
+    return rc;
 }
+static int vx__coarse_restrict1(vx_fit_device *g, void *ctx, int k) { (void)ctx; (void)k; return vx__coarse_restrict(g, 1); }
+static int vx__coarse_restrict2(vx_fit_device *g, void *ctx, int k) { (void)ctx; (void)k; return vx__coarse_restrict(g, 2); }
 static int vx__coarse_apply(vx_fit_device *g, void *ctx, int k) {
     vx__bench_ctx *c = ctx;
     (void)k;
@@ -285,7 +289,8 @@ int vx_bench_fit(int argc, char **argv) {
     int mlp = f.mlp_layers > 0;
     struct { const char *name; vx__step_fn fn; int rays; double bytes; } rows[] = {
         /* first: the gradient vx__coarse_setup made is still there (Adam's row consumes it) */
-        {"coarse level: restriction", coarse ? vx__coarse_restrict : NULL, 0, (double)alive * (f.nc - 1) * 4},
+        {"coarse level: restriction v1 (fit's)", coarse ? vx__coarse_restrict1 : NULL, 0, (double)alive * (f.nc - 1) * 4},
+        {"coarse level: restriction v2", coarse ? vx__coarse_restrict2 : NULL, 0, (double)alive * (f.nc - 1) * 4},
         {"coarse level: Adam + prolongation", coarse ? vx__coarse_apply : NULL, 0,
          (double)alive * (f.nc - 1) * 4 * 2 + (double)vx_fit_coarse_entries(&f) * 4 * 6},
         {mlp ? "rays, mlp per-ray kernel (device rays)" : "rays v1 (generic, host-drawn rays)",

@@ -1,6 +1,7 @@
 /* test_fit_coarse_emu.cpp - the coarse level's CUDA kernels (kernels/fit_coarse.cuh: the
  * per-brick restriction, the coarse Adam step, the prolongation) run on the CPU through
- * tests/emu/cuda_emu.h, launched as fit.cu does, and compared with fit_coarse.c (itself
+ * tests/emu/cuda_emu.h, launched as fit.cu does (both versions of the restriction), and
+ * compared with fit_coarse.c (itself
  * checked against double precision in test_fit_coarse.c): random models of every channel
  * count, dense and bricked. tests/gpu/test_fit_gpu.c checks the same on the device. */
 #include "emu/fit_emu.h"
@@ -26,11 +27,14 @@ static void check(int bricked) {
         /* restriction, launched as vx_fit_coarse_restrict_cuda does */
         int tiles[3] = {(f.nx + 7) / 8, (f.ny + 7) / 8, (f.nz + 7) / 8};
         unsigned blocks = f.nslots ? (unsigned)(f.nslots - 1) : (unsigned)(tiles[0] * tiles[1] * tiles[2]);
-        std::vector<float> cgrad(ncoarse, 0.0f);
+        std::vector<float> cgrad(ncoarse, 0.0f), cgrad2(ncoarse, 0.0f);
         vx_emu_launch(dim3(blocks), dim3(512), vx_fit_coarse_restrict_kernel, (const float *)grad.data(),
                       (const unsigned char *)f.alive, L, nc, cm, tiles[0], tiles[1], cgrad.data());
+        vx_emu_launch(dim3(blocks), dim3(512), vx_fit_coarse_restrict2_kernel, (const float *)grad.data(),
+                      (const unsigned char *)f.alive, L, nc, cm, tiles[0], tiles[1], cgrad2.data());
         OK(vx_fit_coarse_restrict_cpu(&f));
-        compare_most(f.coarse_grad, cgrad.data(), ncoarse, 1e-5, 1e-6, 0, "coarse gradient");
+        compare_most(f.coarse_grad, cgrad.data(), ncoarse, 1e-5, 1e-6, 0, "coarse gradient (version 1)");
+        compare_most(f.coarse_grad, cgrad2.data(), ncoarse, 1e-5, 1e-6, 0, "coarse gradient (version 2)");
         /* Adam at a later step, with moments from earlier ones, then the prolongation */
         vx_fit_hparams h;
         vx_fit_hparams_default(&h);

@@ -295,7 +295,8 @@ static void test_tv_adam_prune_upsample(void **state) {
  * steps and the prolongation, dense and bricked, every channel count fc_random_model draws. */
 static void test_coarse_level(void **state) {
     (void)state;
-    for (int trial = 0; trial < g_trials; trial++) {
+    for (int trial = 0; trial < 2 * g_trials; trial++) { /* dense, bricked; restriction version 1, then 2 */
+        int version = 1 + (trial / 2) % 2;
         vx_fit_model f, h;
         fc_random_model(&f, trial % 2, uni);
         size_t nv = nvox(&f), n = nv * f.nc, nco = (size_t)f.cn[0] * f.cn[1] * f.cn[2] * (size_t)(f.nc - 1);
@@ -311,6 +312,7 @@ static void test_coarse_level(void **state) {
         h.coarse_v = calloc(nco, sizeof(float));
         assert_true(h.coarse_grad && h.coarse_m && h.coarse_v);
         OK(vx_fit_coarse_restrict_cpu(&f));
+        OK(vx_fit_set_coarse_version_cuda(g, version));
         OK(vx_fit_coarse_restrict_cuda(g));
         OK(vx_fit_model_download_cuda(g, &h));
         compare(f.coarse_grad, h.coarse_grad, nco, 1e-5, 1e-6, "coarse gradient");
