@@ -200,7 +200,6 @@ static int vx__mlp_breakdown(vx_fit_device *g, vx__bench_ctx *c, int steps, int 
     }
     return 0;
 }
-#endif
 
 /* --coarse R: the level over the scene's box, and a non-zero colour gradient in every alive
  * voxel (small values, so nothing overflows whatever the rows add to it). */
@@ -215,6 +214,7 @@ static int vx__coarse_setup(vx_fit_model *f, int coarse) {
             for (int c = 1; c < f->nc; c++) f->grad[v * f->nc + c] = 1e-6f * (float)(1 + (v * 7 + (size_t)c) % 13);
     return 0;
 }
+#endif
 
 int vx_bench_fit(int argc, char **argv) {
     const char *scene = NULL, *dataset = NULL;
