@@ -97,8 +97,9 @@ __global__ void __launch_bounds__(512) vx_fit_coarse_restrict_kernel(const float
     }
 }
 
-/* Version 2 of the restriction: the same sums with less arithmetic (version 1 measured
- * ~1.3 ms a step on lego's 9 M alive voxels, H100, where its bytes need ~0.2 ms). The block's
+/* Version 2 of the restriction: the same sums with less arithmetic (version 1 takes, by
+ * elimination from the level's measured 1.86 ms, ~1.3 ms a step on lego's 8.4 M alive
+ * voxels, H100, where its bytes need ~0.2 ms; docs/BENCHMARKS.md). The block's
  * brick is contiguous in storage (pool slot b + 1 holds entries (b + 1) * 512 + local; a dense
  * tile is 64 runs of 8 lattice entries), so no brick-table lookups; an x-pass thread loads
  * its row's 8 values once; and each axis spreads them with a weight table in shared memory
@@ -204,8 +205,8 @@ __global__ void vx_fit_coarse_adam_kernel(float *step, float *mom, float *var, s
 /* The alive voxels' colour channels += U step: one thread per (alive voxel, group of gw
  * channels of its row), the layout of vx_fit_adam_kernel, so a warp reads and writes whole
  * runs of its voxels' rows in 16-byte pieces when gw = 4. (One thread per voxel striding
- * through its row wrote partial sectors: on lego's 9 M alive voxels it took ~2.6 ms a step
- * at 16 channels and ~4.5 ms at 28 on the H100, more than the fine Adam step.) Channel 0,
+ * through its row wrote partial sectors; this layout cut the level's time a step on lego's
+ * mlp fit from 2.60 to 1.86 ms on the H100, docs/BENCHMARKS.md.) Channel 0,
  * the density, is left alone. n = alive voxels x ng groups of this launch (< 2^32). */
 __global__ void vx_fit_coarse_prolong_kernel(float *data, const unsigned *__restrict__ active, unsigned n, int ng,
                                              int gw, vx_fit_index L, vx_fit_coarse_map cm,
