@@ -142,7 +142,7 @@ static int vx__adam(vx_fit_device *g, void *ctx, int k) {
  * rate (the model does not move; the kernels' work does not depend on the values). */
 static int vx__coarse_restrict(vx_fit_device *g, int version) {
     int rc = vx_fit_set_coarse_version_cuda(g, version) || vx_fit_coarse_restrict_cuda(g);
-    vx_fit_set_coarse_version_cuda(g, 1); /* fit's default again */
+    vx_fit_set_coarse_version_cuda(g, 2); /* fit's default again */
     return rc;
 }
 static int vx__coarse_restrict1(vx_fit_device *g, void *ctx, int k) { (void)ctx; (void)k; return vx__coarse_restrict(g, 1); }
@@ -289,8 +289,8 @@ int vx_bench_fit(int argc, char **argv) {
     int mlp = f.mlp_layers > 0;
     struct { const char *name; vx__step_fn fn; int rays; double bytes; } rows[] = {
         /* first: the gradient vx__coarse_setup made is still there (Adam's row consumes it) */
-        {"coarse level: restriction v1 (fit's)", coarse ? vx__coarse_restrict1 : NULL, 0, (double)alive * (f.nc - 1) * 4},
-        {"coarse level: restriction v2", coarse ? vx__coarse_restrict2 : NULL, 0, (double)alive * (f.nc - 1) * 4},
+        {"coarse level: restriction v1", coarse ? vx__coarse_restrict1 : NULL, 0, (double)alive * (f.nc - 1) * 4},
+        {"coarse level: restriction v2 (fit's)", coarse ? vx__coarse_restrict2 : NULL, 0, (double)alive * (f.nc - 1) * 4},
         {"coarse level: Adam + prolongation", coarse ? vx__coarse_apply : NULL, 0,
          (double)alive * (f.nc - 1) * 4 * 2 + (double)vx_fit_coarse_entries(&f) * 4 * 6},
         {mlp ? "rays, mlp per-ray kernel (device rays)" : "rays v1 (generic, host-drawn rays)",
