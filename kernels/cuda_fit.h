@@ -69,6 +69,10 @@ void vx_fit_set_ray_reg_cuda(vx_fit_device *g, float sparsity, float distortion)
 /* Rays drawn on the device go through a random point of their pixel (on) or its centre
  * (0, the default), as vx_fit_sample_batch_map draws them with tiles->jitter. */
 void vx_fit_set_jitter_cuda(vx_fit_device *g, int on);
+/* Device-drawn rays each against a random background colour, their targets the photos
+ * composited on it by the uploaded coverage (fit --random-bg; vx_fit_ray_background). A
+ * host batch says so itself (vx_fit_batch.random_bg). */
+void vx_fit_set_random_bg_cuda(vx_fit_device *g, int on);
 /* The per-point colour loss's weight for the next ray steps (fit.h's reg_rgbper; the upload
  * copies the host model's): the SH decoder's ray kernel version 2 and the mlp decoder's
  * batched step; version 1 and the mlp's per-ray step refuse it. */

@@ -41,6 +41,9 @@ struct vx_fit_device {
     unsigned long long *d_count;
     int *d_num;                 /* the compaction's selected count */
     float *d_images;            /* training photos (views x h x w x 3) for version 2 */
+    float *d_alpha;             /* their coverage (views x h x w; NULL: opaque photos) */
+    float *d_bg;                /* a host batch's per-ray backgrounds (--random-bg) */
+    int random_bg;              /* device-drawn rays against random backgrounds (--random-bg) */
     vx_camera *d_cams;
     int views, vw, vh;
     vx_fit_tiles tiles;         /* error map (--error-map): layout, n_map, device CDF (n_map 0: off) */
@@ -303,6 +306,7 @@ extern "C" void vx_fit_model_free_cuda(vx_fit_device *g) {
     vx_cuda_free(g->d_origin); vx_cuda_free(g->d_dir); vx_cuda_free(g->d_target); vx_cuda_free(g->d_rgb);
     vx_cuda_free(g->d_loss); vx_cuda_free(g->d_count); vx_cuda_free(g->d_sum); vx_cuda_free(g->d_num);
     vx_cuda_free(g->d_images); vx_cuda_free(g->d_cams); vx_cuda_free(g->d_render);
+    vx_cuda_free(g->d_alpha); vx_cuda_free(g->d_bg);
     vx_cuda_free(g->d_cdf); vx_cuda_free(g->d_eacc);
     vx_cuda_free(g->d_mlp); vx_cuda_free(g->d_mlp_grad); vx_cuda_free(g->d_mlp_m); vx_cuda_free(g->d_mlp_v);
     vx_cuda_free(g->d_rec); vx_cuda_free(g->d_rec_count);
@@ -329,6 +333,7 @@ static int vx__create(vx_fit_device *g, const vx_fit_model *f, int max_batch) {
         vx_cuda_alloc((void **)&g->d_origin, nb * 3 * sizeof(float), "fit ray origins") ||
         vx_cuda_alloc((void **)&g->d_dir, nb * 3 * sizeof(float), "fit ray directions") ||
         vx_cuda_alloc((void **)&g->d_target, nb * 3 * sizeof(float), "fit ray targets") ||
+        vx_cuda_alloc((void **)&g->d_bg, nb * 3 * sizeof(float), "fit ray backgrounds") ||
         vx_cuda_alloc((void **)&g->d_rgb, nb * 3 * sizeof(float), "fit ray colours") ||
         vx_cuda_alloc((void **)&g->d_loss, nb * sizeof(float), "fit ray losses"))
         return -1;
@@ -391,6 +396,7 @@ extern "C" void vx_fit_set_ray_reg_cuda(vx_fit_device *g, float sparsity, float 
     g->m.reg_distortion = distortion;
 }
 extern "C" void vx_fit_set_jitter_cuda(vx_fit_device *g, int on) { g->jitter = on != 0; }
+extern "C" void vx_fit_set_random_bg_cuda(vx_fit_device *g, int on) { g->random_bg = on != 0; }
 extern "C" void vx_fit_set_rgbper_cuda(vx_fit_device *g, float weight) { g->m.reg_rgbper = weight; }
 extern "C" void vx_fit_profile_cuda(vx_fit_device *g, int on) { g->profile = on; }
 extern "C" void vx_fit_mlp_timings_cuda(vx_fit_device *g, double ms[5], double *samples) {
@@ -492,12 +498,14 @@ extern "C" int vx_fit_views_upload_cuda(vx_fit_device *g, const vx_dataset *d) {
     if (d->n < 1 || d->width < 1 || d->height < 1) return vx_error("fit: no training views to upload");
     if ((unsigned long long)d->width * d->height >= (1ull << 32)) /* vx_fit_pick_pixel's 32-bit pixel index */
         return vx_error("fit: %dx%d photos are too large to sample", d->width, d->height);
-    vx_cuda_free(g->d_images); vx_cuda_free(g->d_cams);
-    g->d_images = NULL; g->d_cams = NULL; g->views = 0;
+    vx_cuda_free(g->d_images); vx_cuda_free(g->d_cams); vx_cuda_free(g->d_alpha);
+    g->d_images = NULL; g->d_cams = NULL; g->d_alpha = NULL; g->views = 0;
     size_t px = (size_t)d->n * d->width * d->height * 3;
     if (vx_cuda_alloc((void **)&g->d_images, px * sizeof(float), "fit training photos") ||
         vx_cuda_alloc((void **)&g->d_cams, (size_t)d->n * sizeof(vx_camera), "fit training cameras") ||
         vx_cuda_upload(g->d_images, d->rgb, px * sizeof(float)) ||
+        (d->alpha && (vx_cuda_alloc((void **)&g->d_alpha, px / 3 * sizeof(float), "fit training photos' coverage") ||
+                      vx_cuda_upload(g->d_alpha, d->alpha, px / 3 * sizeof(float)))) ||
         vx_cuda_upload(g->d_cams, d->cams, (size_t)d->n * sizeof(vx_camera)))
         return -1;
     g->views = d->n; g->vw = d->width; g->vh = d->height;
@@ -702,6 +710,9 @@ static int vx__rays_v2(vx_fit_device *g, const vx_fit_ray_src *src, int n, float
     if (g->m.reg_rgbper > 0.0f && g->m.mlp_layers && g->mlp_kernel != 2)
         return vx_error("fit: the per-point colour loss (--rgbper) has no CUDA kernel in the mlp decoder's per-ray "
                         "step (the batched one has it)");
+    if (g->m.mlp_layers && g->mlp_kernel != 2 && (src->bg || src->tiles.random_bg))
+        return vx_error("fit: the random background (--random-bg) has no CUDA kernel in the mlp decoder's per-ray "
+                        "step (the batched one has it)");
     if (g->m.mlp_layers)
         return g->mlp_kernel == 2 ? vx__rays_mlp_batched(g, src, n, d_rgb) : vx__rays_mlp(g, src, n, d_rgb);
     int bs = 128;
@@ -713,13 +724,15 @@ static int vx__rays_v2(vx_fit_device *g, const vx_fit_ray_src *src, int n, float
     vx_fit_reg reg = vx__reg(g, n);
     float pw = g->m.reg_rgbper / (float)n;
     int on = vx_fit_reg_mode(&reg, pw);
+    bool rbg = (src->images && src->tiles.random_bg) || (!src->images && src->bg);
     if (vx_cuda_zero(g->d_sum, sizeof(double))) return -1;
     /* NONE leaves pw unread (it is 0 there: on is NONE only when pw is) */
 #define VX__ARGS g->m.mp, L, g->d_data, occ, *src, n, scale, reg, pw, g->d_grad, wmax, d_rgb, g->d_sum
-#define VX__LAUNCH(D)                                                                                  \
-    (on == VX_FIT_REG_ALL  ? vx_fit_rays_v2_kernel<D, VX_FIT_REG_ALL><<<blocks, bs>>>(VX__ARGS)        \
-     : on == VX_FIT_REG_PX ? vx_fit_rays_v2_kernel<D, VX_FIT_REG_PX><<<blocks, bs>>>(VX__ARGS)         \
-                           : vx_fit_rays_v2_kernel<D, VX_FIT_REG_NONE><<<blocks, bs>>>(VX__ARGS))
+#define VX__LAUNCH_R(D, R)                                                                                   \
+    (on == VX_FIT_REG_ALL  ? vx_fit_rays_v2_kernel<D, VX_FIT_REG_ALL, R><<<blocks, bs>>>(VX__ARGS)            \
+     : on == VX_FIT_REG_PX ? vx_fit_rays_v2_kernel<D, VX_FIT_REG_PX, R><<<blocks, bs>>>(VX__ARGS)             \
+                           : vx_fit_rays_v2_kernel<D, VX_FIT_REG_NONE, R><<<blocks, bs>>>(VX__ARGS))
+#define VX__LAUNCH(D) (rbg ? VX__LAUNCH_R(D, true) : VX__LAUNCH_R(D, false))
     switch (g->m.sh_degree) {
     case 0: VX__LAUNCH(0); break;
     case 1: VX__LAUNCH(1); break;
@@ -728,6 +741,7 @@ static int vx__rays_v2(vx_fit_device *g, const vx_fit_ray_src *src, int n, float
     default: return vx_error("fit: SH degree %d has no CUDA kernel", g->m.sh_degree);
     }
 #undef VX__LAUNCH
+#undef VX__LAUNCH_R
 #undef VX__ARGS
     VX_LAUNCH_CHECK("vx_fit_rays_v2_kernel");
     return 0;
@@ -743,10 +757,13 @@ extern "C" int vx_fit_rays_backward_cuda(vx_fit_device *g, const vx_fit_batch *b
         return -1;
     if (g->version == 1 && g->m.mlp_layers) return vx_error("fit: ray kernel version 1 has no mlp decoder");
     if (g->version == 1 && g->m.reg_rgbper > 0.0f) return vx_error("fit: ray kernel version 1 has no per-point colour loss");
+    if (g->version == 1 && b->random_bg) return vx_error("fit: ray kernel version 1 has no random background");
+    if (b->random_bg && vx_cuda_upload(g->d_bg, b->bg, bytes)) return -1;
     if (g->version == 2) {
         vx_fit_ray_src src;
         memset(&src, 0, sizeof src);
         src.origin = g->d_origin; src.dir = g->d_dir; src.target = g->d_target;
+        src.bg = b->random_bg ? g->d_bg : NULL;
         if (vx__rays_v2(g, &src, b->n, g->d_rgb) || vx_cuda_download(loss, g->d_sum, sizeof(double))) return -1;
     } else {
         int bs = 128;
@@ -771,10 +788,11 @@ extern "C" int vx_fit_rays_sampled_cuda(vx_fit_device *g, int n, uint64_t seed, 
     if (vx__prof_start(g, &t0)) return -1;
     vx_fit_ray_src src;
     memset(&src, 0, sizeof src);
-    src.images = g->d_images; src.cams = g->d_cams;
+    src.images = g->d_images; src.cams = g->d_cams; src.alpha = g->d_alpha;
     src.tiles = g->tiles;
     src.tiles.views = g->views; src.tiles.w = g->vw; src.tiles.h = g->vh;
     src.tiles.jitter = g->jitter;
+    src.tiles.random_bg = g->random_bg;
     src.seed = seed;
     int map = g->tiles.n_map > 0;
     if (map) {

@@ -161,8 +161,9 @@ vx_fit_mlpb_composite_kernel(vx_march_params mp, vx_fit_ray_src src, const int *
             smp.tb = B.dt[s0 + k];
             vx_composite_step(&c, B.pt[s0 + k].w, rgb, &smp);
         }
-        float C[3], g[3], tg[3] = {__ldg(target), __ldg(target + 1), __ldg(target + 2)};
-        for (int k = 0; k < 3; k++) C[k] = c.acc[k] + c.T * mp.bg[k];
+        float C[3], g[3], tg[3], bgr[3];
+        vx_fit_src_background(src, mp, r, target, bgr, tg);
+        for (int k = 0; k < 3; k++) C[k] = c.acc[k] + c.T * bgr[k];
         l = vx_fit_mse_backward(C, tg, scale, g);
         vx_composite c2 = {{0.0f, 0.0f, 0.0f}, 1.0f, 0.0f, 0};
         for (int k = 0; k < ns; k++) {

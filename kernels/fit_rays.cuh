@@ -10,12 +10,14 @@
 #include "fit_march.h"
 #include "load.cuh"
 
-/* Where a thread's ray comes from: a host-made batch (origin/dir/target) or random pixels
- * of the training photos on the device (images != NULL), picked by vx_fit_pick_pixel_map
- * from tiles (n_map 0: uniformly); with ray_err each ray's squared error is written there. */
+/* Where a thread's ray comes from: a host-made batch (origin/dir/target, with bg its
+ * random backgrounds or NULL) or random pixels of the training photos on the device
+ * (images != NULL, alpha their coverage or NULL), picked by vx_fit_pick_pixel_map from
+ * tiles (n_map 0: uniformly; tiles.random_bg: against random backgrounds); with ray_err
+ * each ray's squared error is written there. */
 typedef struct {
-    const float *origin, *dir, *target;
-    const float *images;
+    const float *origin, *dir, *target, *bg;
+    const float *images, *alpha;
     const vx_camera *cams;
     vx_fit_tiles tiles;
     unsigned long long seed;
@@ -227,8 +229,9 @@ __device__ __forceinline__ void vx_fit_sh_op<DEG, BWD, REG>::visit(void *op, con
             if (f->w[j] > 0.0f && !vx_fit_is_null(f->L, f->idx[j])) vx_fit_max(f->wmax + f->idx[j], wk);
 }
 
-/* One ray. BWD false: forward only, writes the composited colour to C (and with REG ALL the
- * regularisers' sums to *sums). Otherwise C is the forward colour and g = dL/dC: marches
+/* One ray. BWD false: forward only, writes the composited colour (against the model's
+ * background) to C and the transmittance left to trans (and with REG ALL the regularisers'
+ * sums to *sums). Otherwise C is the forward colour and g = dL/dC: marches
  * again and scatters dL/dgrid into grad (and raises wmax when not NULL); with REG ALL the
  * density regularisers' gradient (weights reg, the forward's *sums) is included, with PX
  * or ALL the per-point colour loss's (weight pw, the pixel tg). */
@@ -237,7 +240,7 @@ __device__ __forceinline__ void vx_fit_march_t(const vx_march_params &m, const v
                                                const float *__restrict__ data,
                                                const unsigned char *__restrict__ occ, vx_vec3 o, vx_vec3 d, float *C,
                                                const float *g, float *grad, float *wmax, const vx_fit_reg &reg,
-                                               vx_fit_reg_sums &sums, float pw, const float *tg) {
+                                               vx_fit_reg_sums &sums, float pw, const float *tg, float &trans) {
     vx_fit_sh_op<DEG, BWD, REG> f;
     f.m = &m;
     f.L = &L;
@@ -262,8 +265,10 @@ __device__ __forceinline__ void vx_fit_march_t(const vx_march_params &m, const v
         for (int c = 0; c < 3; c++) f.tg[c] = tg[c];
     }
     vx_ray_result r = vx_march_run(&m, occ, o, d, 0.0f, &f);
-    if (!BWD)
+    if (!BWD) {
         for (int c = 0; c < 3; c++) C[c] = r.rgb[c];
+        trans = r.trans;
+    }
     if constexpr (REG == VX_FIT_REG_ALL && !BWD) sums = f.sums;
 }
 
@@ -289,6 +294,29 @@ __device__ __forceinline__ void vx_fit_src_ray(const vx_fit_ray_src &src, int r,
     }
 }
 
+/* Ray r's background bg and target colour tg, target pointing at its pixel or batch entry:
+ * with tiles.random_bg (device-drawn rays) a random colour (vx_fit_ray_background) and the
+ * photo composited on it by its coverage; a host batch with bg brings both (its targets are
+ * composited already); otherwise the model's background and the stored pixel. Returns
+ * whether the background is the ray's own. */
+__device__ __forceinline__ bool vx_fit_src_background(const vx_fit_ray_src &src, const vx_march_params &mp, int r,
+                                                      const float *target, float *bg, float *tg) {
+    for (int c = 0; c < 3; c++) tg[c] = __ldg(target + c);
+    if (src.images && src.tiles.random_bg) {
+        vx_fit_ray_background(src.seed, (unsigned long long)r, bg);
+        float a = src.alpha ? __ldg(src.alpha + (target - src.images) / 3) : 1.0f;
+        float px[3] = {tg[0], tg[1], tg[2]};
+        vx_fit_target_on(px, a, bg, tg);
+        return true;
+    }
+    if (!src.images && src.bg) {
+        for (int c = 0; c < 3; c++) bg[c] = __ldg(src.bg + 3 * r + c);
+        return true;
+    }
+    for (int c = 0; c < 3; c++) bg[c] = mp.bg[c];
+    return false;
+}
+
 /* The block's sum of each thread's l into *loss_sum, one double atomic per block (blocks
  * of at most 128 threads; every thread of the block calls it), as version 2 sums inline. */
 __device__ __forceinline__ void vx_fit_block_loss(float l, double *loss_sum) {
@@ -310,8 +338,10 @@ __device__ __forceinline__ void vx_fit_block_loss(float l, double *loss_sum) {
  * vx_march_run ptxas asked for 139 registers at degree 2 (was 113), i.e. 3 blocks; capped
  * at 128 it spills 48 bytes (sm_90, docs/BENCHMARKS.md has the timings). Degree 3 held 3
  * blocks (168 registers) until its colour loads went float4 (vx_fit_colour_window): now
- * 128 registers, 28 bytes of spill, and 10.4 ms against 12.6 ms for 3 blocks (H200). */
-template <int DEG, int REG>
+ * 128 registers, 28 bytes of spill, and 10.4 ms against 12.6 ms for 3 blocks (H200). RBG:
+ * each ray against its own background (fit --random-bg; vx_fit_src_background), a template
+ * flag because at degree 3 the same code as a runtime test tripled the spills. */
+template <int DEG, int REG, bool RBG>
 __global__ void __launch_bounds__(128, 4)
 vx_fit_rays_v2_kernel(vx_march_params mp, vx_fit_index L, const float *__restrict__ data, const unsigned char *__restrict__ occ,
                       vx_fit_ray_src src, int n, float scale, vx_fit_reg reg, float pw, float *grad, float *wmax,
@@ -334,11 +364,16 @@ vx_fit_rays_v2_kernel(vx_march_params mp, vx_fit_index L, const float *__restric
             d = vx_v3(src.dir[3 * r], src.dir[3 * r + 1], src.dir[3 * r + 2]);
             target = src.target + 3 * r;
         }
-        float C[3], g[3], tg[3] = {__ldg(target), __ldg(target + 1), __ldg(target + 2)};
+        float C[3], g[3], tg[3] = {__ldg(target), __ldg(target + 1), __ldg(target + 2)}, T;
         vx_fit_reg_sums sums;
-        vx_fit_march_t<DEG, false, REG>(mp, L, data, occ, o, d, C, NULL, NULL, NULL, reg, sums, pw, tg);
+        vx_fit_march_t<DEG, false, REG>(mp, L, data, occ, o, d, C, NULL, NULL, NULL, reg, sums, pw, tg, T);
+        if constexpr (RBG) { /* after the forward march: nothing of it is live across that */
+            float bgr[3];
+            vx_fit_src_background(src, mp, r, target, bgr, tg);
+            for (int c = 0; c < 3; c++) C[c] += T * (bgr[c] - mp.bg[c]);
+        }
         l = vx_fit_mse_backward(C, tg, scale, g);
-        vx_fit_march_t<DEG, true, REG>(mp, L, data, occ, o, d, C, g, grad, wmax, reg, sums, pw, tg);
+        vx_fit_march_t<DEG, true, REG>(mp, L, data, occ, o, d, C, g, grad, wmax, reg, sums, pw, tg, T);
         if (rgb_out)
             for (int c = 0; c < 3; c++) rgb_out[3 * r + c] = C[c];
         if (src.ray_err) src.ray_err[r] = vx_fit_ray_error(C, tg);
@@ -379,7 +414,8 @@ __global__ void vx_fit_render_kernel(vx_march_params mp, vx_fit_index L, const f
     float C[3];
     vx_fit_reg reg = {0.0f, 0.0f};
     vx_fit_reg_sums sums;
-    vx_fit_march_t<DEG, false, VX_FIT_REG_NONE>(mp, L, data, occ, o, d, C, NULL, NULL, NULL, reg, sums, 0.0f, NULL);
+    float T;
+    vx_fit_march_t<DEG, false, VX_FIT_REG_NONE>(mp, L, data, occ, o, d, C, NULL, NULL, NULL, reg, sums, 0.0f, NULL, T);
     float *out = rgb + ((size_t)py * cam.width + px) * 3;
     out[0] = C[0]; out[1] = C[1]; out[2] = C[2];
 }

@@ -17,6 +17,7 @@
 
 void vx_dataset_free(vx_dataset *d) {
     free(d->rgb);
+    free(d->alpha);
     free(d->cams);
     free(d->names);
     memset(d, 0, sizeof *d);
@@ -57,9 +58,10 @@ static int vx__frame_paths(const char *json_path, const char *dir, int n, char (
     return rc;
 }
 
-/* Decode one 8-bit PNG into rgb floats composited on white, averaging factor x factor
- * blocks. *w, *h: the file's size on entry is unknown; returns the downscaled size. */
-static int vx__load_png(const char *path, int factor, int want_w, int want_h, float *out, char *err, size_t errcap) {
+/* Decode one 8-bit PNG into rgb floats composited on white and its coverage (alpha; 1
+ * without an alpha channel), averaging factor x factor blocks of want_w x want_h. */
+static int vx__load_png(const char *path, int factor, int want_w, int want_h, float *out, float *out_a, char *err,
+                        size_t errcap) {
     unsigned char *buf;
     size_t len;
     if (vx_read_file(path, (size_t)1 << 30, &buf, &len)) {
@@ -90,15 +92,17 @@ static int vx__load_png(const char *path, int factor, int want_w, int want_h, fl
     float inv = 1.0f / (float)(factor * factor);
     for (int i = 0; i < oh; i++)
         for (int j = 0; j < ow; j++) {
-            float s[3] = {0, 0, 0};
+            float s[3] = {0, 0, 0}, sa = 0.0f;
             for (int a = 0; a < factor; a++)
                 for (int b = 0; b < factor; b++) {
                     const unsigned char *q = px + 4 * ((size_t)(i * factor + a) * w + (j * factor + b));
                     float al = has_alpha ? q[3] / 255.0f : 1.0f;
                     for (int c = 0; c < 3; c++) s[c] += q[c] / 255.0f * al + 1.0f - al;
+                    sa += al;
                 }
             float *o = out + 3 * ((size_t)i * ow + j);
             for (int c = 0; c < 3; c++) o[c] = s[c] * inv;
+            out_a[(size_t)i * ow + j] = sa * inv;
         }
     rc = 0;
 done:
@@ -150,7 +154,8 @@ int vx_dataset_load(const char *dir, const char *split, int downscale, vx_datase
         goto done;
     }
     d->rgb = vx_malloc(total * sizeof(float), "dataset images");
-    if (!d->rgb) goto done;
+    d->alpha = vx_malloc(total / 3 * sizeof(float), "dataset image coverage");
+    if (!d->rgb || !d->alpha) goto done;
     for (int i = 0; i < n; i++)
         if (vx_camera_from_c2w(&d->cams[i], p.c2w[i], p.camera_angle_x, d->width, d->height)) {
             vx_error("%s: frames[%d]: %s", json, i, vx_errmsg());
@@ -159,12 +164,18 @@ int vx_dataset_load(const char *dir, const char *split, int downscale, vx_datase
     int failed = 0;
     #pragma omp parallel for schedule(dynamic, 1) reduction(+ : failed)
     for (int i = 0; i < n; i++)
-        failed += vx__load_png(full[i], downscale, w0, h0, d->rgb + (size_t)i * d->width * d->height * 3, errs[i],
-                               sizeof errs[i]) != 0;
+        failed += vx__load_png(full[i], downscale, w0, h0, d->rgb + (size_t)i * d->width * d->height * 3,
+                               d->alpha + (size_t)i * d->width * d->height, errs[i], sizeof errs[i]) != 0;
     if (failed) {
         for (int i = 0; i < n; i++)
             if (errs[i][0]) { vx_error("%s", errs[i]); break; }
         goto done;
+    }
+    size_t np = total / 3, k = 0;
+    while (k < np && d->alpha[k] >= 1.0f) k++;
+    if (k == np) { /* opaque photos: no coverage to keep (vx_dataset.alpha NULL) */
+        free(d->alpha);
+        d->alpha = NULL;
     }
     rc = 0;
 done:
@@ -172,7 +183,7 @@ done:
     free(errs);
     vx_camera_path_free(&p);
     if (rc) {
-        free(d->rgb); free(d->cams); free(d->names);
+        free(d->rgb); free(d->alpha); free(d->cams); free(d->names);
         memset(d, 0, sizeof *d);
     }
     return rc;
@@ -183,15 +194,17 @@ int vx_dataset_subset(const vx_dataset *d, const int *views, int count, vx_datas
     if (count < 1) return vx_error("dataset subset is empty");
     size_t px = (size_t)d->width * d->height * 3;
     out->rgb = vx_malloc((size_t)count * px * sizeof(float), "dataset subset");
+    if (d->alpha) out->alpha = vx_malloc((size_t)count * (px / 3) * sizeof(float), "dataset subset coverage");
     out->cams = vx_malloc((size_t)count * sizeof *out->cams, "dataset subset cameras");
     out->names = vx_malloc((size_t)count * sizeof *out->names, "dataset subset names");
-    if (!out->rgb || !out->cams || !out->names) { vx_dataset_free(out); return -1; }
+    if (!out->rgb || (d->alpha && !out->alpha) || !out->cams || !out->names) { vx_dataset_free(out); return -1; }
     out->n = count;
     out->width = d->width;
     out->height = d->height;
     for (int k = 0; k < count; k++) {
         int v = views[k];
         memcpy(out->rgb + (size_t)k * px, d->rgb + (size_t)v * px, px * sizeof(float));
+        if (d->alpha) memcpy(out->alpha + (size_t)k * (px / 3), d->alpha + (size_t)v * (px / 3), px / 3 * sizeof(float));
         out->cams[k] = d->cams[v];
         memcpy(out->names[k], d->names[v], sizeof out->names[k]);
     }

@@ -14,6 +14,8 @@ typedef struct vx_dataset_s {
     int n;                  /* views */
     int width, height;      /* every view has this size (after downscaling) */
     float *rgb;             /* n * height * width * 3, in [0,1], composited on white */
+    float *alpha;           /* n * height * width coverage in [0,1]; NULL when every pixel is
+                             * opaque. The photo against background b is rgb + (b - 1)(1 - alpha) */
     vx_camera *cams;        /* n cameras at width x height */
     char (*names)[256];     /* image file of each view, for reports */
 } vx_dataset;
@@ -33,6 +35,10 @@ int vx_dataset_subset(const vx_dataset *d, const int *views, int count, vx_datas
 /* Pixel block of view v. */
 static inline const float *vx_dataset_image(const vx_dataset *d, int v) {
     return d->rgb + (size_t)v * d->width * d->height * 3;
+}
+/* Coverage of view v's pixels. */
+static inline const float *vx_dataset_alpha(const vx_dataset *d, int v) {
+    return d->alpha + (size_t)v * d->width * d->height;
 }
 
 #ifdef __cplusplus

@@ -45,6 +45,8 @@ typedef struct {
                                  * weights stay zero (vx_mlp_dir_cut, decode.h) */
     float lr_coarse;            /* Adam step size of the coarse level (fit --coarse,
                                  * fit_coarse.h); 0: lr_sh (decays alike) */
+    int random_bg;              /* each training ray against a random background colour
+                                 * (vx_fit_ray_background, fit_march.h); 0: the model's */
 } vx_fit_hparams;
 
 void vx_fit_hparams_default(vx_fit_hparams *h);
@@ -122,10 +124,14 @@ void vx_fit_index_of(const vx_fit_model *f, struct vx_fit_index_s *ix);
 /* Invariant of every step: a voxel that is not alive holds zero in every channel (prune
  * and resample zero it), so the occupancy grid can be built from the alive voxels alone. */
 
-/* A batch of rays with their target colours. */
+/* A batch of rays with their target colours. With random_bg (the sampler sets it from its
+ * tiles' random_bg) ray r is rendered against background bg[3r..3r+2] and its target is
+ * the photo against that background (vx_fit_ray_background, vx_fit_target_on). */
 typedef struct {
     int n;
     float *origin, *dir, *target; /* n*3 each; dir unit length */
+    float *bg;                  /* n*3 */
+    int random_bg;
 } vx_fit_batch;
 
 int vx_fit_batch_alloc(vx_fit_batch *b, int n);

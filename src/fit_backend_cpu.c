@@ -59,6 +59,7 @@ static int vx__step(vx_fit_backend *b, const vx_fit_step *s, double *loss) {
     vx_fit_tiles t = {.views = b->train->n, .w = b->train->width, .h = b->train->height};
     if (s->map) t = s->map->t;
     t.jitter = s->hp->jitter;
+    t.random_bg = s->hp->random_bg;
     vx_fit_sample_batch_map(b->train, s->ray_seed, &t, &b->batch);
     if (s->occ_cell > 0 && vx_fit_occupancy_build_cpu(b->f, s->occ_cell)) return -1;
     vx_fit_zero_grad_cpu(b->f);

@@ -50,6 +50,7 @@ static int vx__step(vx_fit_backend *b, const vx_fit_step *s, double *loss) {
     if (s->occ_cell > 0 && vx_fit_occupancy_build_cuda(b->g, s->occ_cell)) return -1;
     vx_fit_set_ray_reg_cuda(b->g, s->hp->sparsity, s->hp->distortion);
     vx_fit_set_jitter_cuda(b->g, s->hp->jitter);
+    vx_fit_set_random_bg_cuda(b->g, s->hp->random_bg);
     vx_fit_set_rgbper_cuda(b->g, s->hp->rgbper);
     if (vx_fit_set_mlp_kernel_cuda(b->g, s->hp->mlp_kernel)) return -1;
     if (s->map && s->map->version != b->map_version) {

@@ -47,7 +47,8 @@ int vx_fit_batch_alloc(vx_fit_batch *b, int n) {
     b->origin = vx_malloc((size_t)n * 3 * sizeof(float), "fit batch origins");
     b->dir = vx_malloc((size_t)n * 3 * sizeof(float), "fit batch directions");
     b->target = vx_malloc((size_t)n * 3 * sizeof(float), "fit batch targets");
-    if (!b->origin || !b->dir || !b->target) { vx_fit_batch_free(b); return -1; }
+    b->bg = vx_malloc((size_t)n * 3 * sizeof(float), "fit batch backgrounds");
+    if (!b->origin || !b->dir || !b->target || !b->bg) { vx_fit_batch_free(b); return -1; }
     return 0;
 }
 
@@ -55,6 +56,7 @@ void vx_fit_batch_free(vx_fit_batch *b) {
     free(b->origin);
     free(b->dir);
     free(b->target);
+    free(b->bg);
     memset(b, 0, sizeof *b);
 }
 
@@ -67,6 +69,7 @@ void vx_fit_sample_batch_map(const vx_dataset *d, uint64_t seed, const vx_fit_ti
      * sampler draws them with the same vx_fit_pick_pixel(_map) */
     vx_fit_tiles uniform = {.views = d->n, .w = d->width, .h = d->height};
     const vx_fit_tiles *t = tiles ? tiles : &uniform;
+    b->random_bg = t->random_bg;
     #pragma omp parallel for schedule(static)
     for (int r = 0; r < b->n; r++) {
         int v, i, j;
@@ -78,7 +81,13 @@ void vx_fit_sample_batch_map(const vx_dataset *d, uint64_t seed, const vx_fit_ti
         const float *px = vx_dataset_image(d, v) + 3 * ((size_t)i * d->width + j);
         b->origin[3 * r] = o.x; b->origin[3 * r + 1] = o.y; b->origin[3 * r + 2] = o.z;
         b->dir[3 * r] = dir.x; b->dir[3 * r + 1] = dir.y; b->dir[3 * r + 2] = dir.z;
-        for (int c = 0; c < 3; c++) b->target[3 * r + c] = px[c];
+        if (t->random_bg) {
+            float a = d->alpha ? vx_dataset_alpha(d, v)[(size_t)i * d->width + j] : 1.0f;
+            vx_fit_ray_background(seed, (unsigned long long)r, b->bg + 3 * r);
+            vx_fit_target_on(px, a, b->bg + 3 * r, b->target + 3 * r);
+        } else {
+            for (int c = 0; c < 3; c++) b->target[3 * r + c] = px[c];
+        }
     }
 }
 
@@ -309,6 +318,8 @@ double vx_fit_rays_backward_cpu(vx_fit_model *f, const vx_fit_batch *b, float *o
         vx_fit_reg_sums sums;
         vx_ray_result fwd = on ? vx_fit_march_reg(m, &L, f->data, f->occ, o, d, &sums)
                                : vx_fit_march(m, &L, f->data, f->occ, o, d);
+        if (b->random_bg) /* the ray's own background behind what it left transmitted */
+            for (int c = 0; c < 3; c++) fwd.rgb[c] += fwd.trans * (b->bg[3 * r + c] - m->bg[c]);
         float g[3], pl = 0.0f;
         loss += vx_fit_mse_backward(fwd.rgb, b->target + 3 * r, scale, g);
         if (on) rloss += vx_fit_reg_loss(&reg, &sums);

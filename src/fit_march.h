@@ -584,6 +584,8 @@ typedef struct vx_fit_tiles_s {
     const float *cdf;           /* n + 1 entries rising from cdf[0] = 0 to cdf[n] = 1 */
     int jitter;                 /* rays through a random point of their pixel (`fit --jitter`),
                                  * 0: through its centre (vx_fit_pixel_point) */
+    int random_bg;              /* each ray against its own random background colour
+                                 * (`fit --random-bg`, vx_fit_ray_background); 0: the model's */
 } vx_fit_tiles;
 
 /* Training pixel of ray r: for r < n_map a tile t with probability cdf[t+1] - cdf[t] (from
@@ -632,6 +634,25 @@ VX_HD void vx_fit_pixel_point(const vx_fit_tiles *T, unsigned long long seed, un
     }
     *px = (float)j + fx;
     *py = (float)i + fy;
+}
+
+/* The background colour ray r (of a batch drawn with seed) is trained against with
+ * `fit --random-bg`: uniform in [0,1]^3, from a third hash of (seed, r), independent of the
+ * pixel and the jitter. Against a fixed white background, density of a light colour in
+ * front of the photo's background costs nothing; against a random one every bit of
+ * coverage where the photo has none costs (instant-ngp and 3D Gaussian Splatting train
+ * the synthetic scenes so). */
+VX_HD void vx_fit_ray_background(unsigned long long seed, unsigned long long r, float bg[3]) {
+    unsigned long long z = vx_fit_hash(seed ^ 0xBB67AE8584CAA73Bull, r);
+    bg[0] = (float)(z >> 40) * (1.0f / 16777216.0f);
+    bg[1] = (float)((z >> 16) & 0xffffffull) * (1.0f / 16777216.0f);
+    bg[2] = (float)(z & 0xffffull) * (1.0f / 65536.0f);
+}
+
+/* A photo pixel px composited on white with coverage alpha, seen against background bg
+ * instead: the premultiplied colour px - (1 - alpha) plus bg (1 - alpha). */
+VX_HD void vx_fit_target_on(const float *px, float alpha, const float bg[3], float tg[3]) {
+    for (int c = 0; c < 3; c++) tg[c] = px[c] + (bg[c] - 1.0f) * (1.0f - alpha);
 }
 
 /* Tile of pixel (v, i, j) in T's numbering. */

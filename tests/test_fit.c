@@ -780,6 +780,115 @@ static void random_views(vx_dataset *d, int n, int w, int h) {
                                          vx_test_uniform(20, 70), w, h), 0);
 }
 
+/* fit --random-bg. The sampler: ray r's background is vx_fit_ray_background(seed, r), in
+ * [0,1)^3 and spread over it, and its target the photo composited on it by the coverage
+ * (a transparent pixel's target is the background itself). The step: ray r renders, loses
+ * and back-propagates against b.bg[r] exactly as a one-ray batch of a model whose own
+ * background is b.bg[r], with the target as drawn (colour, loss and every gradient entry,
+ * to rounding: acc + T bg against (acc + T white) + T (bg - white)); with an empty model
+ * every ray renders its background. */
+static void test_random_background(void **state) {
+    (void)state;
+    for (int trial = 0; trial < 3; trial++) {
+        vx_dataset d;
+        random_views(&d, rand_int(1, 4), rand_int(4, 30), rand_int(3, 20));
+        size_t np = (size_t)d.n * d.width * d.height;
+        d.alpha = malloc(np * sizeof(float));
+        assert_non_null(d.alpha);
+        for (size_t k = 0; k < np; k++) { /* a third transparent (white, as loaded), a third opaque */
+            int kind = rand_int(0, 2);
+            d.alpha[k] = kind == 0 ? 0.0f : kind == 1 ? 1.0f : (float)vx_test_rand();
+            if (kind == 0) d.rgb[3 * k] = d.rgb[3 * k + 1] = d.rgb[3 * k + 2] = 1.0f;
+        }
+        vx_fit_batch b;
+        assert_int_equal(vx_fit_batch_alloc(&b, 4000), 0);
+        uint64_t seed = rand_seed();
+        vx_fit_tiles t = {.views = d.n, .w = d.width, .h = d.height, .random_bg = 1};
+        vx_fit_sample_batch_map(&d, seed, &t, &b);
+        assert_true(b.random_bg);
+        double mean[3] = {0, 0, 0};
+        int transparent = 0;
+        for (int r = 0; r < b.n; r++) {
+            int v, i, j;
+            vx_fit_pick_pixel(seed, (uint64_t)r, d.n, d.width, d.height, &v, &i, &j);
+            const float *px = vx_dataset_image(&d, v) + 3 * ((size_t)i * d.width + j);
+            float a = vx_dataset_alpha(&d, v)[(size_t)i * d.width + j], bg[3];
+            vx_fit_ray_background(seed, (uint64_t)r, bg);
+            for (int c = 0; c < 3; c++) {
+                assert_true(b.bg[3 * r + c] == bg[c] && bg[c] >= 0.0f && bg[c] < 1.0f);
+                double want = px[c] - (1.0 - a) + bg[c] * (1.0 - a);
+                assert_true(fabs(b.target[3 * r + c] - want) < 1e-6);
+                if (a == 0.0f) assert_true(fabs(b.target[3 * r + c] - bg[c]) < 1e-6);
+                mean[c] += bg[c] / b.n;
+            }
+            transparent += a == 0.0f;
+        }
+        assert_true(transparent > 0);
+        for (int c = 0; c < 3; c++) assert_true(fabs(mean[c] - 0.5) < 0.03); /* uniform: 0.5 +- 0.0046 (1 sd) */
+        /* without the flag the targets are the stored pixels and the flag is off */
+        t.random_bg = 0;
+        vx_fit_sample_batch_map(&d, seed, &t, &b);
+        assert_false(b.random_bg);
+        t.random_bg = 1;
+        vx_fit_sample_batch_map(&d, seed, &t, &b);
+
+        /* the step, against the model's background set ray by ray */
+        vx_fit_model f;
+        random_model(&f, trial);
+        size_t n = vx_fit_storage_voxels(&f) * f.nc;
+        for (size_t k = 0; k < n; k++) f.data[k] = k % f.nc == 0 ? (float)vx_test_uniform(-0.5, 1.5) : (float)vx_test_uniform(-0.3, 0.3);
+        f.reg_rgbper = trial == 1 ? 0.5f : 0.0f;
+        vx_fit_batch one, few;
+        assert_int_equal(vx_fit_batch_alloc(&one, 1), 0);
+        assert_int_equal(vx_fit_batch_alloc(&few, 24), 0);
+        few.random_bg = 1;
+        for (int r = 0; r < few.n; r++) {
+            vx_vec3 o, dd;
+            random_ray(&f, &o, &dd);
+            float o3[3] = {o.x, o.y, o.z}, d3[3] = {dd.x, dd.y, dd.z};
+            for (int c = 0; c < 3; c++) {
+                few.origin[3 * r + c] = o3[c]; few.dir[3 * r + c] = d3[c];
+                few.target[3 * r + c] = (float)vx_test_rand(); few.bg[3 * r + c] = (float)vx_test_rand();
+            }
+        }
+        float rgb[3 * 24], rgb1[3];
+        float *gref = calloc(n, sizeof(float));
+        assert_non_null(gref);
+        float keep[3] = {f.bg[0], f.bg[1], f.bg[2]};
+        for (int r = 0; r < few.n; r++) {
+            memcpy(one.origin, few.origin + 3 * r, sizeof rgb1);
+            memcpy(one.dir, few.dir + 3 * r, sizeof rgb1);
+            memcpy(one.target, few.target + 3 * r, sizeof rgb1);
+            for (int c = 0; c < 3; c++) f.mp.bg[c] = few.bg[3 * r + c];
+            vx_fit_zero_grad_cpu(&f);
+            double l1 = vx_fit_rays_backward_cpu(&f, &one, rgb1);
+            /* the batch's mean: ray r's share of a 24-ray batch is its 1-ray loss / 24 */
+            for (size_t k = 0; k < n; k++) gref[k] += f.grad[k] / few.n;
+            vx_fit_zero_grad_cpu(&f);
+            for (int c = 0; c < 3; c++) f.mp.bg[c] = keep[c];
+            vx_fit_batch single = few;
+            single.n = 1;
+            single.origin += 3 * r; single.dir += 3 * r; single.target += 3 * r; single.bg += 3 * r;
+            double l2 = vx_fit_rays_backward_cpu(&f, &single, rgb);
+            assert_true(fabs(l1 - l2) <= 1e-5 * l1 + 1e-9);
+            for (int c = 0; c < 3; c++) assert_true(fabs(rgb[c] - rgb1[c]) < 1e-6);
+        }
+        vx_fit_zero_grad_cpu(&f);
+        vx_fit_rays_backward_cpu(&f, &few, rgb);
+        for (size_t k = 0; k < n; k++) assert_true(fabs(f.grad[k] - gref[k]) <= 1e-5 * fabs(gref[k]) + 1e-9);
+        /* an empty model shows each ray its background */
+        for (size_t k = 0; k < n; k++) f.data[k] = k % f.nc == 0 ? -1.0f : f.data[k];
+        vx_fit_rays_backward_cpu(&f, &few, rgb);
+        for (int k = 0; k < 3 * few.n; k++) assert_true(fabs(rgb[k] - few.bg[k]) < 1e-6);
+        free(gref);
+        vx_fit_batch_free(&one);
+        vx_fit_batch_free(&few);
+        vx_fit_model_free(&f);
+        vx_fit_batch_free(&b);
+        free(d.rgb); free(d.alpha); free(d.cams);
+    }
+}
+
 /* Error-driven picks: rays past n_map are vx_fit_pick_pixel's; the others fall in the
  * tiles in proportion to their CDF steps, uniformly inside a tile (the smaller edge tiles
  * included), and never in a tile of weight 0. */
@@ -1606,6 +1715,9 @@ static void test_dataset_good(void **state) {
         assert_true(fabs(a[2] - (i * 10 / 255.0 * al + 1 - al)) < 1e-6);
         assert_true(fabs(b[0] - 10 / 255.0) < 1e-6 && fabs(b[2] - (200 + i) / 255.0) < 1e-6); /* RGB: opaque */
         assert_true(fabs(c[1] - i * 16 / 255.0) < 1e-6);
+        /* the coverage: the alpha channel, 1 for the RGB and grey photos */
+        assert_true(fabs(vx_dataset_alpha(&d, 0)[i] - al) < 1e-6);
+        assert_true(vx_dataset_alpha(&d, 1)[i] == 1.0f && vx_dataset_alpha(&d, 2)[i] == 1.0f);
     }
     assert_true(strstr(d.names[0], "train/a.png") != NULL);
     assert_true(fabs(d.cams[0].focal - 2.0 / tan(0.35)) < 1e-4);
@@ -1617,6 +1729,7 @@ static void test_dataset_good(void **state) {
     assert_true(fabs(vx_dataset_image(&h, 1)[0] - avg) < 1e-6);
     double g4 = (0 + 16 + 64 + 80) / 4.0 / 255.0;
     assert_true(fabs(vx_dataset_image(&h, 2)[0] - g4) < 1e-6);
+    assert_true(fabs(vx_dataset_alpha(&h, 0)[0] - (0 + 17 + 68 + 85) / 4.0 / 255.0) < 1e-6); /* averaged too */
     vx_dataset_free(&h);
     assert_int_equal(vx_dataset_load(dir, "train", 3, &h) == -1, 1); /* 4 not divisible by 3 */
     /* hold out every 2nd: views 0 and 2 held, 1 trains */
@@ -1625,7 +1738,14 @@ static void test_dataset_good(void **state) {
     assert_int_equal(tr.n, 1); assert_int_equal(he.n, 2);
     assert_true(strstr(tr.names[0], "b.png") && strstr(he.names[1], "c.png"));
     assert_true(memcmp(vx_dataset_image(&tr, 0), vx_dataset_image(&d, 1), 48 * sizeof(float)) == 0);
+    assert_true(memcmp(vx_dataset_alpha(&he, 0), vx_dataset_alpha(&d, 0), 16 * sizeof(float)) == 0);
     vx_dataset_free(&tr); vx_dataset_free(&he); vx_dataset_free(&d);
+    /* opaque photos keep no coverage */
+    const char *opaque[] = {"./train/b", "train/c.png"};
+    ds_json(dir, "opaque", 2, opaque);
+    assert_int_equal(vx_dataset_load(dir, "opaque", 1, &d), 0);
+    assert_null(d.alpha);
+    vx_dataset_free(&d);
 }
 
 static void test_dataset_bad(void **state) {
@@ -1746,6 +1866,7 @@ static void render_views(const vx_scene *s, int n, double az0, double el, vx_dat
     vx_render_opts_default(&o);
     vx_volume v;
     assert_int_equal(vx_volume_prepare(&v, s, &o), 0);
+    memset(d, 0, sizeof *d); /* opaque photos: no coverage (alpha NULL) */
     d->n = n;
     d->width = d->height = 32;
     d->rgb = malloc((size_t)n * 32 * 32 * 3 * sizeof(float));
@@ -2086,11 +2207,12 @@ static void test_commands(void **state) {
     const char *eval_all[] = {"eval", out, dir, "--split", "train", "--backend", "cpu", NULL};
     assert_int_equal(run_cmd(vx_cmd_eval, eval_all), 0);
     /* the camera box when no --bbox is given, sh degree 1, two stages ending where told,
-     * without the crop (the lattice is exactly the last --res) and with dense Adam */
+     * without the crop (the lattice is exactly the last --res) and with dense Adam; the
+     * random background on opaque photos (a note says it changes only the model's side) */
     snprintf(out, sizeof out, "%s/orbs_fit2", vx_test_tmpdir());
     const char *fit2[] = {"fit", dir, "-o", out, "--res", "8,12", "--stage-ends", "0.3", "--no-crop", "--dense-adam",
                           "--iters", "10", "--batch", "64", "--sh-degree", "1", "--val-every", "0", "--backend", "cpu",
-                          "--sparsity", "0.01", "--distortion", "0.1", "--error-map", "0.5", "--coarse", "4", NULL};
+                          "--sparsity", "0.01", "--distortion", "0.1", "--error-map", "0.5", "--coarse", "4", "--random-bg", NULL};
     assert_int_equal(run_cmd(vx_cmd_fit, fit2), 0);
     assert_int_equal(vx_scene_load(out, &lopts, &back), 0);
     assert_true(back.grid.nx == 12 && back.grid.ny == 12 && back.grid.nz == 12);
@@ -2311,7 +2433,7 @@ int main(void) {
         cmocka_unit_test(test_upsample),         cmocka_unit_test(test_prune),
         cmocka_unit_test(test_pick_pixel),       cmocka_unit_test(test_sample_batch),
         cmocka_unit_test(test_pick_pixel_map),   cmocka_unit_test(test_errmap_update),
-        cmocka_unit_test(test_pixel_jitter),
+        cmocka_unit_test(test_pixel_jitter),     cmocka_unit_test(test_random_background),
         cmocka_unit_test(test_resample),         cmocka_unit_test(test_resample_alive),
         cmocka_unit_test(test_alive_bounds), cmocka_unit_test(test_island_bounds),     cmocka_unit_test(test_crop_box),
         cmocka_unit_test(test_occ_cells),        cmocka_unit_test(test_adam_consumes_grad),

@@ -463,6 +463,7 @@ static void render_views(const vx_scene *s, int n, double az0, double el, vx_dat
     vx_render_opts_default(&o);
     vx_volume v;
     assert_int_equal(vx_volume_prepare(&v, s, &o), 0);
+    memset(d, 0, sizeof *d); /* opaque photos: no coverage (alpha NULL) */
     d->n = n;
     d->width = d->height = 32;
     d->rgb = malloc((size_t)n * 32 * 32 * 3 * sizeof(float));

@@ -85,6 +85,9 @@ static void vx__fit_usage(FILE *o) {
             "  --jitter             each training ray through a random point of its pixel instead\n"
             "                       of its centre (default off: it blurred mic's grille and cost\n"
             "                       0.2-0.4 dB on held-out views, docs/FIT.md session 15)\n"
+            "  --random-bg          train each ray against its own random background colour, the\n"
+            "                       photo composited on it by its alpha, so density where the photo\n"
+            "                       is transparent costs whatever its colour (default off: white)\n"
             "  --seed S             random seed (default 1)\n"
             "  --max-seconds S      stop once training (validation excluded) has taken S seconds\n"
             "                       (CUDA without --iters: 300, the recorded run of docs/FIT.md)\n"
@@ -247,6 +250,7 @@ int vx_cmd_fit(int argc, char **argv) {
         }
         else if (!strcmp(a, "--time-curve")) cfg.time_curve = 1;
         else if (!strcmp(a, "--jitter")) cfg.hp.jitter = 1;
+        else if (!strcmp(a, "--random-bg")) cfg.hp.random_bg = 1;
         else if (!strcmp(a, "--no-crop")) cfg.crop = 0;
         else if (!strcmp(a, "--crop-keep")) bad = vx_parse_double(a, argv[++i], 0, 1, &cfg.crop_keep);
         else if (!strcmp(a, "--write")) {
@@ -300,6 +304,14 @@ int vx_cmd_fit(int argc, char **argv) {
                                        "(--mlp-kernel batched, the default, has it)");
         goto fail;
     }
+    if (cfg.hp.random_bg && cfg.backend == VX_BACKEND_CUDA && use_mlp && cfg.hp.mlp_kernel == 1) {
+        rc = vx_cli_usage_error("fit", "--random-bg has no CUDA kernel in the mlp decoder's per-ray step "
+                                       "(--mlp-kernel batched, the default, has it)");
+        goto fail;
+    }
+    if (cfg.hp.random_bg && !train.alpha)
+        fprintf(stderr, "voxray: fit: --random-bg: the training photos carry no alpha, so only the model's "
+                        "background changes\n");
     if (cfg.hp.mlp_dir_terms && cfg.hp.mlp_dir_terms < 16 && !use_mlp)
         fprintf(stderr, "voxray: fit: --mlp-dir-degree has no effect without --decoder mlp\n");
     if (cfg.hp.mlp_kernel && !use_mlp)

@@ -85,7 +85,15 @@ static inline vx_fit_ray_src host_src(const vx_fit_batch *b) {
     vx_fit_ray_src src;
     memset(&src, 0, sizeof src);
     src.origin = b->origin; src.dir = b->dir; src.target = b->target;
+    src.bg = b->random_bg ? b->bg : NULL;
     return src;
+}
+
+/* Every ray of b against its own random background (fit --random-bg as a host batch
+ * carries it; the targets stay as drawn). */
+static inline void random_backgrounds(vx_fit_batch *b) {
+    b->random_bg = 1;
+    for (int i = 0; i < 3 * b->n; i++) b->bg[i] = (float)vx_rand01(&g_state);
 }
 
 /* max |a - b| <= tol * max|a| + abs_tol, but for at most `allowed` entries (a hidden unit

@@ -123,6 +123,7 @@ static void check_against_cpu(int kernel) {
         f.reg_rgbper = kernel == 2 && trial % 2 ? (float)uni(0.05, 0.5) : 0.0f;
         vx_fit_batch b;
         random_batch(&b, n);
+        if (kernel == 2 && trial >= 2) random_backgrounds(&b); /* fit --random-bg: the batched kernel has it */
         /* the kernels read the parameters before the CPU step changes anything */
         out o;
         unsigned long long cap = small ? 150 : (unsigned long long)n * 64;

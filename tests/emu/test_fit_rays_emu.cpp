@@ -2,7 +2,8 @@
  * what `voxray fit` trains with) run on the CPU through tests/emu/cuda_emu.h and compared
  * with the CPU fit: colours, loss, dL/dgrid and max weights of one batch, SH degrees 0..3
  * (the aligned-window loads and scatters of degrees 1 and 3 included), dense and bricked
- * storage, with and without the ray regularisers and the per-point colour loss.
+ * storage, with and without the ray regularisers, the per-point colour loss and a random
+ * background a ray (fit --random-bg).
  * tests/gpu/test_fit_gpu.c checks the same on the device. */
 #include "emu/fit_emu.h"
 
@@ -22,7 +23,7 @@ static void random_sh_model(vx_fit_model *f, int deg, int bricked) {
 
 /* fit.cu's vx__rays_v2 for one batch, on the emulator. The parameter array carries
  * VX_FIT_PAD zeros past its end, as on the device (degrees 1 and 3 read aligned windows). */
-template <int DEG, int REG> static void run_v2(const vx_fit_model *f, const vx_fit_batch *b, out *o) {
+template <int DEG, int REG, bool RBG> static void run_v2(const vx_fit_model *f, const vx_fit_batch *b, out *o) {
     int n = b->n;
     out_init(o, f, n);
     size_t np = vx_fit_storage_voxels(f) * f->nc;
@@ -35,17 +36,22 @@ template <int DEG, int REG> static void run_v2(const vx_fit_model *f, const vx_f
     float pw = f->reg_rgbper / (float)n;
     assert_int_equal(vx_fit_reg_mode(&reg, pw), REG); /* the instantiation fit.cu launches */
     double sum = 0.0;
-    vx_emu_launch(dim3((unsigned)((n + 127) / 128)), dim3(128), vx_fit_rays_v2_kernel<DEG, REG>, f->mp, L,
+    vx_emu_launch(dim3((unsigned)((n + 127) / 128)), dim3(128), vx_fit_rays_v2_kernel<DEG, REG, RBG>, f->mp, L,
                   (const float *)data.data(), (const unsigned char *)(f->mp.occ_b ? f->occ : NULL), src, n,
                   1.0f / (3.0f * (float)n), reg, pw, o->grad.data(), f->track_wmax ? o->wmax.data() : (float *)NULL,
                   o->rgb.data(), &sum);
     o->loss = sum;
 }
 
+template <int DEG, bool RBG> static void run_mode(const vx_fit_model *f, const vx_fit_batch *b, int mode, out *o) {
+    if (mode == VX_FIT_REG_ALL) run_v2<DEG, VX_FIT_REG_ALL, RBG>(f, b, o);
+    else if (mode == VX_FIT_REG_PX) run_v2<DEG, VX_FIT_REG_PX, RBG>(f, b, o);
+    else run_v2<DEG, VX_FIT_REG_NONE, RBG>(f, b, o);
+}
+/* the instantiation fit.cu launches: with the random background when the batch has one */
 template <int DEG> static void run_deg(const vx_fit_model *f, const vx_fit_batch *b, int mode, out *o) {
-    if (mode == VX_FIT_REG_ALL) run_v2<DEG, VX_FIT_REG_ALL>(f, b, o);
-    else if (mode == VX_FIT_REG_PX) run_v2<DEG, VX_FIT_REG_PX>(f, b, o);
-    else run_v2<DEG, VX_FIT_REG_NONE>(f, b, o);
+    if (b->random_bg) run_mode<DEG, true>(f, b, mode, o);
+    else run_mode<DEG, false>(f, b, mode, o);
 }
 
 static void test_rays_v2(void **state) {
@@ -65,6 +71,8 @@ static void test_rays_v2(void **state) {
         if (trial % 2) OK(vx_fit_occupancy_build_cpu(&f, 4));
         vx_fit_batch b;
         random_batch(&b, n);
+        int rbg = trial == 3 || trial == 5 || trial == 6; /* each ray against its own background */
+        if (rbg) random_backgrounds(&b);
         out o;
         switch (deg) {
         case 0: run_deg<0>(&f, &b, mode, &o); break;
@@ -75,9 +83,10 @@ static void test_rays_v2(void **state) {
         vx_fit_zero_grad_cpu(&f);
         std::vector<float> rc((size_t)3 * n);
         double lc = vx_fit_rays_backward_cpu(&f, &b, rc.data());
-        print_message("SH degree %d, %s storage, occupancy %s, regularisers %s, rgbper %.3f: loss CPU %.9g kernel %.9g\n",
+        print_message("SH degree %d, %s storage, occupancy %s, regularisers %s, rgbper %.3f, random background %s: "
+                      "loss CPU %.9g kernel %.9g\n",
                       deg, f.table ? "bricked" : "dense", f.mp.occ_b ? "on" : "off", reg ? "on" : "off",
-                      f.reg_rgbper, lc, o.loss);
+                      f.reg_rgbper, rbg ? "on" : "off", lc, o.loss);
         assert_true(fabs(lc - o.loss) <= 1e-5 * lc + 1e-9);
         compare_most(rc.data(), o.rgb.data(), rc.size(), 1e-5, 1e-6, 0, "ray colours");
         size_t nv = vx_fit_storage_voxels(&f);

@@ -448,16 +448,24 @@ static void test_sampled_rays(void **state) {
         vx_fit_batch b;
         OK(vx_fit_batch_alloc(&b, n));
         /* rays through random points of their pixels (fit --jitter) in every other trial */
-        vx_fit_tiles t = {.views = d.n, .w = d.width, .h = d.height, .jitter = trial % 2 == 0};
+        vx_fit_tiles t = {.views = d.n, .w = d.width, .h = d.height, .jitter = trial % 2 == 0, .random_bg = trial % 2};
+        if (t.random_bg) { /* fit --random-bg: photos with coverage, a third of it transparent */
+            size_t np = (size_t)d.n * d.width * d.height;
+            d.alpha = malloc(np * sizeof(float));
+            assert_non_null(d.alpha);
+            for (size_t k = 0; k < np; k++) d.alpha[k] = urand() < 0.33 ? 0.0f : (float)urand();
+        }
         vx_fit_sample_batch_map(&d, seed, &t, &b);
         /* the ray regularisers on in every other trial (the quick run: the second) */
         f.reg_sparsity = trial % 2 ? (float)uni(0.01, 0.05) : 0.0f;
         f.reg_distortion = trial % 2 ? (float)uni(0.2, 1.0) : 0.0f;
-        print_message("sampled rays: regularisers %s, jitter %s\n", trial % 2 ? "on" : "off", t.jitter ? "on" : "off");
+        print_message("sampled rays: regularisers %s, jitter %s, random background %s\n", trial % 2 ? "on" : "off",
+                      t.jitter ? "on" : "off", t.random_bg ? "on" : "off");
         vx_fit_device *g;
         OK(vx_fit_model_upload_cuda(&g, &f, 16));
         vx_fit_set_ray_reg_cuda(g, f.reg_sparsity, f.reg_distortion);
         vx_fit_set_jitter_cuda(g, t.jitter);
+        vx_fit_set_random_bg_cuda(g, t.random_bg);
         OK(vx_fit_views_upload_cuda(g, &d));
         OK(vx_fit_update_params_cuda(g, 1e-4f));
         OK(vx_fit_occupancy_build_cpu(&f, 4));
@@ -748,12 +756,20 @@ static void test_mlp_sampled_rays(void **state) {
         uint64_t seed = vx_splitmix64(&g_state);
         vx_fit_batch b;
         OK(vx_fit_batch_alloc(&b, n));
-        vx_fit_tiles t = {.views = d.n, .w = d.width, .h = d.height, .jitter = trial == 1 || trial == 2};
+        vx_fit_tiles t = {.views = d.n, .w = d.width, .h = d.height, .jitter = trial == 1 || trial == 2,
+                          .random_bg = trial == 3};
+        if (t.random_bg) { /* fit --random-bg in the batched kernel */
+            size_t np = (size_t)d.n * d.width * d.height;
+            d.alpha = malloc(np * sizeof(float));
+            assert_non_null(d.alpha);
+            for (size_t k = 0; k < np; k++) d.alpha[k] = urand() < 0.33 ? 0.0f : (float)urand();
+        }
         vx_fit_sample_batch_map(&d, seed, &t, &b);
         vx_fit_device *g;
         OK(vx_fit_model_upload_cuda(&g, &f, n));
         OK(vx_fit_set_mlp_kernel_cuda(g, kernel));
         vx_fit_set_jitter_cuda(g, t.jitter);
+        vx_fit_set_random_bg_cuda(g, t.random_bg);
         OK(vx_fit_views_upload_cuda(g, &d));
         OK(vx_fit_update_params_cuda(g, 1e-4f));
         OK(vx_fit_occupancy_build_cpu(&f, 4));
@@ -762,8 +778,9 @@ static void test_mlp_sampled_rays(void **state) {
         OK(vx_fit_zero_grad_cuda(g));
         double lc = vx_fit_rays_backward_cpu(&f, &b, NULL), lg;
         OK(vx_fit_rays_sampled_cuda(g, n, seed, &lg));
-        print_message("mlp sampled rays (%s kernel, %d layer(s), jitter %s): loss CPU %.8f GPU %.8f\n",
-                      kernel == 1 ? "per-ray" : "batched", layers, t.jitter ? "on" : "off", lc, lg);
+        print_message("mlp sampled rays (%s kernel, %d layer(s), jitter %s, random background %s): loss CPU %.8f GPU %.8f\n",
+                      kernel == 1 ? "per-ray" : "batched", layers, t.jitter ? "on" : "off", t.random_bg ? "on" : "off",
+                      lc, lg);
         assert_true(fabs(lc - lg) <= 1e-5 * lc + 1e-9);
         memset(&h, 0, sizeof h);
         OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, 0, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
@@ -772,6 +789,10 @@ static void test_mlp_sampled_rays(void **state) {
         compare_most(f.grad, h.grad, nvox(&f) * f.nc, 1e-4, 1e-8, 160, "mlp gradient from device-drawn rays");
         compare_most(f.mlp_grad, h.mlp_grad, (size_t)vx_mlp_weight_count(layers), 1e-4, 1e-8, 2 * VX_MLP_WIDTH,
                      "mlp weight gradient from device-drawn rays");
+        if (kernel == 1) { /* the per-ray kernel has no random background: refused, not ignored */
+            vx_fit_set_random_bg_cuda(g, 1);
+            assert_int_equal(vx_fit_rays_sampled_cuda(g, n, seed, &lg), -1);
+        }
         vx_fit_model_free_cuda(g);
         vx_fit_batch_free(&b);
         vx_dataset_free(&d);
