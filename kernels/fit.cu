@@ -529,8 +529,6 @@ static int vx__mlp_bind(const vx_fit_device *g) {
  * (reservations and the end of what was written; rays put off). */
 static int vx__mlp_step_check(const vx_fit_device *g, int n) {
     if (n > g->max_batch) return vx_error("fit: the mlp step takes at most the %d rays it was made for, not %d", g->max_batch, n);
-    vx_fit_reg reg = vx__reg(g, n);
-    if (vx_fit_reg_on(&reg)) return vx_error("fit: --sparsity and --distortion have no CUDA kernel for the mlp decoder yet");
     return 0;
 }
 static int vx__mlp_pass_reset(vx_fit_device *g) {
@@ -555,6 +553,10 @@ static int vx__mlp_pass_counts(const vx_fit_device *g, int m, unsigned long long
  * reduction emptied it; each pass finishes at least the first ray that reserved. */
 static int vx__rays_mlp(vx_fit_device *g, const vx_fit_ray_src *src, int n, float *d_rgb) {
     if (vx__mlp_step_check(g, n)) return -1;
+    vx_fit_reg reg = vx__reg(g, n);
+    if (vx_fit_reg_on(&reg))
+        return vx_error("fit: --sparsity and --distortion have no CUDA kernel in the mlp decoder's per-ray step (the "
+                        "batched one has them)");
     int bs = 128, L = g->m.mlp_layers, m = n;
     const unsigned char *occ = g->m.mp.occ_b ? g->d_occ : NULL;
     float *wmax = g->m.track_wmax ? g->d_wmax : NULL;
@@ -681,8 +683,16 @@ static int vx__rays_mlp_batched(vx_fit_device *g, const vx_fit_ray_src *src, int
         }
         VX__MB_T(1);
         float pw = g->m.reg_rgbper / (float)n;
-        if (pw > 0.0f) vx_fit_mlpb_composite_kernel<true><<<rb, 128>>>(g->m.mp, *src, list, m, scale, pw, g->mb, d_rgb, g->d_sum);
-        else vx_fit_mlpb_composite_kernel<false><<<rb, 128>>>(g->m.mp, *src, list, m, scale, 0.0f, g->mb, d_rgb, g->d_sum);
+        vx_fit_reg reg = vx__reg(g, n);
+#define VX__COMP(P, R) vx_fit_mlpb_composite_kernel<P, R><<<rb, 128>>>(g->m.mp, *src, list, m, scale, pw, reg, g->mb, d_rgb, g->d_sum)
+        if (vx_fit_reg_on(&reg)) {
+            if (pw > 0.0f) VX__COMP(true, true);
+            else VX__COMP(false, true);
+        } else {
+            if (pw > 0.0f) VX__COMP(true, false);
+            else VX__COMP(false, false);
+        }
+#undef VX__COMP
         VX_LAUNCH_CHECK("vx_fit_mlpb_composite_kernel");
         VX__MB_T(2);
         if (S) {

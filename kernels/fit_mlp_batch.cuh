@@ -139,11 +139,15 @@ vx_fit_mlpb_forward_kernel(const float *__restrict__ w, vx_fit_mlp_batch B, unsi
  * block into *loss_sum. PX adds the per-point colour loss (vx_fit_px_loss, weight pw a
  * ray): 2 pw w_k (c_k - target) to each sample's dL/dc, nothing to its density. PX is a
  * template flag, not a test of pw, so the kernel without it is the one measured before the
- * term existed (the term as a runtime zero cost 16% of this kernel on the H100). */
-template <bool PX>
+ * term existed (the term as a runtime zero cost 16% of this kernel on the H100). REG adds
+ * the density regularisers (--sparsity, --distortion; weights reg a ray) to each sample's
+ * dL/dsigma as the CPU's backward visit does (vx_fit_reg_forward, vx_fit_reg_dsigma): the
+ * forward loop sums them, the backward keeps their running sums. A sample's midpoint along
+ * the ray comes back from its point (p = o + d tm in index space), which the batch keeps. */
+template <bool PX, bool REG>
 __global__ void __launch_bounds__(128)
 vx_fit_mlpb_composite_kernel(vx_march_params mp, vx_fit_ray_src src, const int *__restrict__ list, int n, float scale,
-                             float pw, vx_fit_mlp_batch B, float *rgb_out, double *loss_sum) {
+                             float pw, vx_fit_reg reg, vx_fit_mlp_batch B, float *rgb_out, double *loss_sum) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     float l = 0.0f;
     if (t < n && B.ray_n[t] >= 0) {
@@ -155,17 +159,34 @@ vx_fit_mlpb_composite_kernel(vx_march_params mp, vx_fit_ray_src src, const int *
         vx_composite c = {{0.0f, 0.0f, 0.0f}, 1.0f, 0.0f, 0};
         vx_sample smp;
         smp.ta = 0.0f; smp.tm = 0.0f; smp.p = vx_v3(0.0f, 0.0f, 0.0f);
+        vx_fit_reg_sums sums;
+        vx_vec3 oi = vx_v3(0.0f, 0.0f, 0.0f), di = oi;
+        float idd = 0.0f;
+        if constexpr (REG) {
+            sums.sparse = sums.W = sums.S = sums.D = sums.m0 = 0.0f;
+            sums.n = 0;
+            oi = vx_affine_point(mp.w2i, o);
+            di = vx_affine_dir(mp.w2i, d);
+            idd = 1.0f / vx_dot(di, di);
+        }
         for (int k = 0; k < ns; k++) {
             float4 q = B.rgb[s0 + k];
             float rgb[3] = {q.x, q.y, q.z};
             smp.tb = B.dt[s0 + k];
-            vx_composite_step(&c, B.pt[s0 + k].w, rgb, &smp);
+            float4 p = B.pt[s0 + k];
+            float wk = vx_composite_step(&c, p.w, rgb, &smp);
+            if constexpr (REG) {
+                float tm = vx_dot(vx_sub(vx_v3(p.x, p.y, p.z), oi), di) * idd;
+                vx_fit_reg_forward(&sums, p.w, wk, tm, smp.tb);
+            }
         }
         float C[3], g[3], tg[3], bgr[3];
         vx_fit_src_background(src, mp, r, target, bgr, tg);
         for (int k = 0; k < 3; k++) C[k] = c.acc[k] + c.T * bgr[k];
         l = vx_fit_mse_backward(C, tg, scale, g);
         vx_composite c2 = {{0.0f, 0.0f, 0.0f}, 1.0f, 0.0f, 0};
+        vx_fit_reg_run run;
+        run.W = run.S = run.P = 0.0f;
         for (int k = 0; k < ns; k++) {
             float4 q = B.rgb[s0 + k], p = B.pt[s0 + k];
             float rgb[3] = {q.x, q.y, q.z}, dt = B.dt[s0 + k];
@@ -176,7 +197,12 @@ vx_fit_mlpb_composite_kernel(vx_march_params mp, vx_fit_ray_src src, const int *
                 float gc = PX ? g[ch] + 2.0f * pw * (rgb[ch] - tg[ch]) : g[ch];
                 dout[ch] = wk * gc * rgb[ch] * (1.0f - rgb[ch]);
             }
-            B.dout[s0 + k] = make_float4(dout[0], dout[1], dout[2], dt * dsig * mp.dec.density_scale);
+            float dsigma = dt * dsig;
+            if constexpr (REG) {
+                float tm = vx_dot(vx_sub(vx_v3(p.x, p.y, p.z), oi), di) * idd;
+                dsigma += vx_fit_reg_dsigma(&reg, &sums, &run, p.w, wk, c2.T, tm, dt);
+            }
+            B.dout[s0 + k] = make_float4(dout[0], dout[1], dout[2], dsigma * mp.dec.density_scale);
             B.pt[s0 + k] = make_float4(p.x, p.y, p.z, wk);
         }
         if (rgb_out)

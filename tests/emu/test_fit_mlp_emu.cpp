@@ -59,12 +59,18 @@ template <int LAYERS> static void run_batched(const vx_fit_model *f, const vx_fi
         unsigned grid = (unsigned)std::min<unsigned long long>(tiles, 3); /* persistent: several tiles a block */
         if (S) vx_emu_launch(dim3(grid), dim3(VX_MLPB_THREADS), vx_fit_mlpb_forward_kernel<LAYERS>, (const float *)f->mlp, B, S);
         float pw = f->reg_rgbper / (float)n;
-        if (pw > 0.0f)
-            vx_emu_launch(dim3(rb), dim3(128), vx_fit_mlpb_composite_kernel<true>, f->mp, src, list, m, scale, pw, B,
-                          o->rgb.data(), &sum);
-        else
-            vx_emu_launch(dim3(rb), dim3(128), vx_fit_mlpb_composite_kernel<false>, f->mp, src, list, m, scale, 0.0f, B,
-                          o->rgb.data(), &sum);
+        vx_fit_reg reg = {f->reg_sparsity / (float)n, f->reg_distortion / (float)n};
+        /* the instantiation fit.cu launches */
+#define COMP(P, R) vx_emu_launch(dim3(rb), dim3(128), vx_fit_mlpb_composite_kernel<P, R>, f->mp, src, list, m, scale, pw, \
+                                 reg, B, o->rgb.data(), &sum)
+        if (vx_fit_reg_on(&reg)) {
+            if (pw > 0.0f) COMP(true, true);
+            else COMP(false, true);
+        } else {
+            if (pw > 0.0f) COMP(true, false);
+            else COMP(false, false);
+        }
+#undef COMP
         if (S) {
             vx_emu_launch(dim3(grid), dim3(VX_MLPB_THREADS), vx_fit_mlpb_backward_kernel<LAYERS>, (const float *)f->mlp, B, S,
                           o->wgrad.data());
@@ -121,6 +127,11 @@ static void check_against_cpu(int kernel) {
         OK(vx_fit_occupancy_build_cpu(&f, 4));
         /* the per-point colour loss (fit --rgbper) in the batched kernel's odd trials */
         f.reg_rgbper = kernel == 2 && trial % 2 ? (float)uni(0.05, 0.5) : 0.0f;
+        /* the density regularisers (--sparsity, --distortion) in the batched kernel's trials 1
+         * (beside the per-point loss) and 2 (alone) */
+        int reg = kernel == 2 && (trial == 1 || trial == 2);
+        f.reg_sparsity = reg ? (float)uni(0.01, 0.05) : 0.0f;
+        f.reg_distortion = reg ? (float)uni(0.2, 1.0) : 0.0f;
         vx_fit_batch b;
         random_batch(&b, n);
         if (kernel == 2 && trial >= 2) random_backgrounds(&b); /* fit --random-bg: the batched kernel has it */
@@ -137,9 +148,11 @@ static void check_against_cpu(int kernel) {
         vx_fit_zero_grad_cpu(&f);
         std::vector<float> rc((size_t)3 * n);
         double lc = vx_fit_rays_backward_cpu(&f, &b, rc.data());
-        print_message("%s kernel, %d layer(s), %s storage, %s buffer, rgbper %.3f: %d pass(es), loss CPU %.9g kernel %.9g\n",
+        print_message("%s kernel, %d layer(s), %s storage, %s buffer, rgbper %.3f, regularisers %s, random background "
+                      "%s: %d pass(es), loss CPU %.9g kernel %.9g\n",
                       kernel == 2 ? "batched" : "per-ray", layers, f.table ? "bricked" : "dense",
-                      small ? "150-sample" : "full", f.reg_rgbper, o.passes, lc, o.loss);
+                      small ? "150-sample" : "full", f.reg_rgbper, reg ? "on" : "off", b.random_bg ? "on" : "off",
+                      o.passes, lc, o.loss);
         if (small) assert_true(o.passes > 1);
         assert_true(fabs(lc - o.loss) <= 1e-5 * lc + 1e-9);
         compare_most(rc.data(), o.rgb.data(), rc.size(), 1e-5, 1e-6, 0, "ray colours");

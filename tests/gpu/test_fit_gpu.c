@@ -770,6 +770,10 @@ static void test_mlp_sampled_rays(void **state) {
         OK(vx_fit_set_mlp_kernel_cuda(g, kernel));
         vx_fit_set_jitter_cuda(g, t.jitter);
         vx_fit_set_random_bg_cuda(g, t.random_bg);
+        /* the density regularisers in the batched kernel's first trial */
+        f.reg_sparsity = trial == 2 ? (float)uni(0.01, 0.05) : 0.0f;
+        f.reg_distortion = trial == 2 ? (float)uni(0.2, 1.0) : 0.0f;
+        vx_fit_set_ray_reg_cuda(g, f.reg_sparsity, f.reg_distortion);
         OK(vx_fit_views_upload_cuda(g, &d));
         OK(vx_fit_update_params_cuda(g, 1e-4f));
         OK(vx_fit_occupancy_build_cpu(&f, 4));
@@ -778,9 +782,10 @@ static void test_mlp_sampled_rays(void **state) {
         OK(vx_fit_zero_grad_cuda(g));
         double lc = vx_fit_rays_backward_cpu(&f, &b, NULL), lg;
         OK(vx_fit_rays_sampled_cuda(g, n, seed, &lg));
-        print_message("mlp sampled rays (%s kernel, %d layer(s), jitter %s, random background %s): loss CPU %.8f GPU %.8f\n",
+        print_message("mlp sampled rays (%s kernel, %d layer(s), jitter %s, random background %s, regularisers %s): "
+                      "loss CPU %.8f GPU %.8f\n",
                       kernel == 1 ? "per-ray" : "batched", layers, t.jitter ? "on" : "off", t.random_bg ? "on" : "off",
-                      lc, lg);
+                      f.reg_sparsity > 0 ? "on" : "off", lc, lg);
         assert_true(fabs(lc - lg) <= 1e-5 * lc + 1e-9);
         memset(&h, 0, sizeof h);
         OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, 0, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
@@ -789,8 +794,12 @@ static void test_mlp_sampled_rays(void **state) {
         compare_most(f.grad, h.grad, nvox(&f) * f.nc, 1e-4, 1e-8, 160, "mlp gradient from device-drawn rays");
         compare_most(f.mlp_grad, h.mlp_grad, (size_t)vx_mlp_weight_count(layers), 1e-4, 1e-8, 2 * VX_MLP_WIDTH,
                      "mlp weight gradient from device-drawn rays");
-        if (kernel == 1) { /* the per-ray kernel has no random background: refused, not ignored */
+        if (kernel == 1) { /* the per-ray kernel has neither the random background nor the
+                            * density regularisers: refused, not ignored */
             vx_fit_set_random_bg_cuda(g, 1);
+            assert_int_equal(vx_fit_rays_sampled_cuda(g, n, seed, &lg), -1);
+            vx_fit_set_random_bg_cuda(g, 0);
+            vx_fit_set_ray_reg_cuda(g, 0.01f, 0.5f);
             assert_int_equal(vx_fit_rays_sampled_cuda(g, n, seed, &lg), -1);
         }
         vx_fit_model_free_cuda(g);
