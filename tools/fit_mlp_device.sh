@@ -16,6 +16,9 @@
 #   level5     test_fit_gpu's coarse-level test, lego mlp 5 minutes with --coarse 64 (test split),
 #              then `bench fit` on that scene with the level (R = its lattice's longest edge / 8,
 #              as in the fit): the level's kernels row by row (FIT.md session 19, next calls)
+#   rbg5       test_fit_gpu's sampled-ray tests (the random background and the mlp's density
+#              regularisers against the CPU on hardware), then lego mlp --coarse 64
+#              --mlp-dir-degree 1 --random-bg for 5 minutes against md1 (FIT.md session 20)
 #   variants   OUTDIR DATASET SECONDS NAME=ARGS...: one fit a variant (ARGS split on spaces,
 #              after the mlp decoder's flags), e.g. `variants out .mic 120 base= tv="--tv-until 1"`
 #   runs       the same without the mlp flags (the SH decoder unless ARGS say otherwise), e.g.
@@ -25,7 +28,7 @@
 # after the step, so give each variant its own OUTDIR. Each fit adds its row (fit_summary.sh,
 # as fit_compare.sh writes them) to OUTDIR/summary.md.
 set -u
-step=${1:?usage: tools/fit_mlp_device.sh check|check-sh|level5|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
+step=${1:?usage: tools/fit_mlp_device.sh check|check-sh|level5|rbg5|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
 out=${2:?usage: tools/fit_mlp_device.sh STEP OUTDIR [fit args]}
 shift 2
 BIN=${BIN:-.dev/bin}
@@ -102,6 +105,11 @@ level5)
         awk '{ split($4, n, "x"); m = n[1]; if (n[2] > m) m = n[2]; if (n[3] > m) m = n[3]; print int(m / 8) }')
     echo "-- bench fit on the scene, --coarse $r"
     "$VOXRAY" bench fit "$out/lego300-mc64" .lego --coarse "$r" --steps 10 --batch 65536 2>&1 | tee "$out/bench_level.log"
+    ;;
+rbg5)
+    VX_FIT_GPU_QUICK=1 VX_TEST_FILTER='test_*sampled*' "$BIN/test_fit_gpu" > "$out/test_sampled.log" 2>&1 ||
+        { tail -8 "$out/test_sampled.log"; echo "sampled-ray tests failed: nothing timed"; exit 1; }
+    fit lego300-rbg .lego 300 $mlp --val-split test --coarse 64 --mlp-dir-degree 1 --random-bg
     ;;
 mic5) fit mic300-mlpb .mic 300 $mlp ;;
 lego5) fit lego300-mlpb .lego 300 $mlp --val-split test ;;
