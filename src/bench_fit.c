@@ -124,6 +124,17 @@ static int vx__rays_rgbper(vx_fit_device *g, void *ctx, int k) {
     vx_fit_set_rgbper_cuda(g, 0.0f);
     return rc;
 }
+/* fit's default step with --random-bg (the photos' coverage is on the device with them). */
+static int vx__rays_random_bg(vx_fit_device *g, void *ctx, int k) {
+    vx__bench_ctx *c = ctx;
+    double loss;
+    vx_fit_set_rgbper_cuda(g, VX_FIT_CUDA_RGBPER);
+    vx_fit_set_random_bg_cuda(g, 1);
+    int rc = vx_fit_set_mlp_kernel_cuda(g, 2) || vx_fit_rays_sampled_cuda(g, c->batch, 1000 + (uint64_t)k, &loss);
+    vx_fit_set_random_bg_cuda(g, 0);
+    vx_fit_set_rgbper_cuda(g, 0.0f);
+    return rc;
+}
 static int vx__tv(vx_fit_device *g, void *ctx, int k) {
     vx__bench_ctx *c = ctx;
     return vx_fit_tv_backward_cuda(g, c->hp.tv_sigma, c->hp.tv_sh, c->hp.tv_fraction, (uint64_t)k, c->hp.tv_eps, NULL);
@@ -298,6 +309,7 @@ int vx_bench_fit(int argc, char **argv) {
         {mlp ? "rays, mlp batched kernel (device rays)" : "rays v2 (SH-specialised, device rays)",
          mlp ? vx__rays_mlp_batched : vx__rays_v2, 1, 0},
         {mlp ? "rays, mlp batched, --rgbper 0.01" : "rays v2, --rgbper 0.01", vx__rays_rgbper, 1, 0},
+        {mlp ? "rays, mlp batched, --rgbper 0.01 --random-bg" : "rays v2, --rgbper 0.01 --random-bg", vx__rays_random_bg, 1, 0},
         {"TV (10% of alive voxels)", vx__tv, 0, 0},
         {"Adam (alive voxels, dense)", vx__adam, 0, (double)alive * f.nc * 4 * 4 * 2},
         {"occupancy from alive voxels", vx__occ, 0, 0},
