@@ -684,15 +684,7 @@ static int vx__rays_mlp_batched(vx_fit_device *g, const vx_fit_ray_src *src, int
         VX__MB_T(1);
         float pw = g->m.reg_rgbper / (float)n;
         vx_fit_reg reg = vx__reg(g, n);
-#define VX__COMP(P, R) vx_fit_mlpb_composite_kernel<P, R><<<rb, 128>>>(g->m.mp, *src, list, m, scale, pw, reg, g->mb, d_rgb, g->d_sum)
-        if (vx_fit_reg_on(&reg)) {
-            if (pw > 0.0f) VX__COMP(true, true);
-            else VX__COMP(false, true);
-        } else {
-            if (pw > 0.0f) VX__COMP(true, false);
-            else VX__COMP(false, false);
-        }
-#undef VX__COMP
+        vx_fit_mlpb_composite_pick(pw, &reg)<<<rb, 128>>>(g->m.mp, *src, list, m, scale, pw, reg, g->mb, d_rgb, g->d_sum);
         VX_LAUNCH_CHECK("vx_fit_mlpb_composite_kernel");
         VX__MB_T(2);
         if (S) {

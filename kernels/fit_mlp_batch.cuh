@@ -212,6 +212,16 @@ vx_fit_mlpb_composite_kernel(vx_march_params mp, vx_fit_ray_src src, const int *
     vx_fit_block_loss(l, loss_sum);
 }
 
+/* The composite kernel's instantiation for a step: the per-point colour loss when pw > 0,
+ * the density regularisers when reg is on (fit.cu launches it; the emulator test runs the
+ * same one). */
+typedef void (*vx_fit_mlpb_composite_fn)(vx_march_params, vx_fit_ray_src, const int *, int, float, float, vx_fit_reg,
+                                         vx_fit_mlp_batch, float *, double *);
+static inline vx_fit_mlpb_composite_fn vx_fit_mlpb_composite_pick(float pw, const vx_fit_reg *reg) {
+    if (vx_fit_reg_on(reg)) return pw > 0.0f ? vx_fit_mlpb_composite_kernel<true, true> : vx_fit_mlpb_composite_kernel<false, true>;
+    return pw > 0.0f ? vx_fit_mlpb_composite_kernel<true, false> : vx_fit_mlpb_composite_kernel<false, false>;
+}
+
 /* Network backward over samples [0, S): recomputes the hidden layers, then the deltas,
  * dL/dweights (each thread its share, summed over the block's tiles, one atomic per
  * weight per block at the end) and dL/d(raw) (density from the composite, features from

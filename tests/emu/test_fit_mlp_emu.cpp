@@ -60,17 +60,8 @@ template <int LAYERS> static void run_batched(const vx_fit_model *f, const vx_fi
         if (S) vx_emu_launch(dim3(grid), dim3(VX_MLPB_THREADS), vx_fit_mlpb_forward_kernel<LAYERS>, (const float *)f->mlp, B, S);
         float pw = f->reg_rgbper / (float)n;
         vx_fit_reg reg = {f->reg_sparsity / (float)n, f->reg_distortion / (float)n};
-        /* the instantiation fit.cu launches */
-#define COMP(P, R) vx_emu_launch(dim3(rb), dim3(128), vx_fit_mlpb_composite_kernel<P, R>, f->mp, src, list, m, scale, pw, \
-                                 reg, B, o->rgb.data(), &sum)
-        if (vx_fit_reg_on(&reg)) {
-            if (pw > 0.0f) COMP(true, true);
-            else COMP(false, true);
-        } else {
-            if (pw > 0.0f) COMP(true, false);
-            else COMP(false, false);
-        }
-#undef COMP
+        vx_emu_launch(dim3(rb), dim3(128), vx_fit_mlpb_composite_pick(pw, &reg), f->mp, src, list, m, scale, pw, reg, B,
+                      o->rgb.data(), &sum); /* the instantiation fit.cu launches */
         if (S) {
             vx_emu_launch(dim3(grid), dim3(VX_MLPB_THREADS), vx_fit_mlpb_backward_kernel<LAYERS>, (const float *)f->mlp, B, S,
                           o->wgrad.data());
