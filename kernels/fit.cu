@@ -712,7 +712,7 @@ static int vx__rays_v2(vx_fit_device *g, const vx_fit_ray_src *src, int n, float
     if (g->m.reg_rgbper > 0.0f && g->m.mlp_layers && g->mlp_kernel != 2)
         return vx_error("fit: the per-point colour loss (--rgbper) has no CUDA kernel in the mlp decoder's per-ray "
                         "step (the batched one has it)");
-    if (g->m.mlp_layers && g->mlp_kernel != 2 && (src->bg || src->tiles.random_bg))
+    if (g->m.mlp_layers && g->mlp_kernel != 2 && vx_fit_src_own_bg(src))
         return vx_error("fit: the random background (--random-bg) has no CUDA kernel in the mlp decoder's per-ray "
                         "step (the batched one has it)");
     if (g->m.mlp_layers)
@@ -726,7 +726,7 @@ static int vx__rays_v2(vx_fit_device *g, const vx_fit_ray_src *src, int n, float
     vx_fit_reg reg = vx__reg(g, n);
     float pw = g->m.reg_rgbper / (float)n;
     int on = vx_fit_reg_mode(&reg, pw);
-    bool rbg = (src->images && src->tiles.random_bg) || (!src->images && src->bg);
+    bool rbg = vx_fit_src_own_bg(src);
     if (vx_cuda_zero(g->d_sum, sizeof(double))) return -1;
     /* NONE leaves pw unread (it is 0 there: on is NONE only when pw is) */
 #define VX__ARGS g->m.mp, L, g->d_data, occ, *src, n, scale, reg, pw, g->d_grad, wmax, d_rgb, g->d_sum

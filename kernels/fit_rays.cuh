@@ -294,27 +294,29 @@ __device__ __forceinline__ void vx_fit_src_ray(const vx_fit_ray_src &src, int r,
     }
 }
 
+/* Whether src's rays each have their own background (fit --random-bg): device-drawn rays
+ * with tiles.random_bg, or a host batch that brings backgrounds. */
+__host__ __device__ __forceinline__ bool vx_fit_src_own_bg(const vx_fit_ray_src *src) {
+    return src->images ? src->tiles.random_bg != 0 : src->bg != NULL;
+}
+
 /* Ray r's background bg and target colour tg, target pointing at its pixel or batch entry:
- * with tiles.random_bg (device-drawn rays) a random colour (vx_fit_ray_background) and the
- * photo composited on it by its coverage; a host batch with bg brings both (its targets are
- * composited already); otherwise the model's background and the stored pixel. Returns
- * whether the background is the ray's own. */
-__device__ __forceinline__ bool vx_fit_src_background(const vx_fit_ray_src &src, const vx_march_params &mp, int r,
+ * with its own background (vx_fit_src_own_bg) a random colour (vx_fit_ray_background) and
+ * the photo composited on it by its coverage, or a host batch's colour and target (composited
+ * already); otherwise the model's background and the stored pixel. */
+__device__ __forceinline__ void vx_fit_src_background(const vx_fit_ray_src &src, const vx_march_params &mp, int r,
                                                       const float *target, float *bg, float *tg) {
     for (int c = 0; c < 3; c++) tg[c] = __ldg(target + c);
-    if (src.images && src.tiles.random_bg) {
+    if (!vx_fit_src_own_bg(&src)) {
+        for (int c = 0; c < 3; c++) bg[c] = mp.bg[c];
+    } else if (src.images) {
         vx_fit_ray_background(src.seed, (unsigned long long)r, bg);
         float a = src.alpha ? __ldg(src.alpha + (target - src.images) / 3) : 1.0f;
         float px[3] = {tg[0], tg[1], tg[2]};
         vx_fit_target_on(px, a, bg, tg);
-        return true;
-    }
-    if (!src.images && src.bg) {
+    } else {
         for (int c = 0; c < 3; c++) bg[c] = __ldg(src.bg + 3 * r + c);
-        return true;
     }
-    for (int c = 0; c < 3; c++) bg[c] = mp.bg[c];
-    return false;
 }
 
 /* The block's sum of each thread's l into *loss_sum, one double atomic per block (blocks
