@@ -795,8 +795,8 @@ static void test_random_background(void **state) {
         size_t np = (size_t)d.n * d.width * d.height;
         d.alpha = malloc(np * sizeof(float));
         assert_non_null(d.alpha);
-        for (size_t k = 0; k < np; k++) { /* a third transparent (white, as loaded), a third opaque */
-            int kind = rand_int(0, 2);
+        for (size_t k = 0; k < np; k++) { /* every third transparent (white, as loaded), the rest opaque or partly */
+            int kind = k % 3 == 0 ? 0 : rand_int(1, 2);
             d.alpha[k] = kind == 0 ? 0.0f : kind == 1 ? 1.0f : (float)vx_test_rand();
             if (kind == 0) d.rgb[3 * k] = d.rgb[3 * k + 1] = d.rgb[3 * k + 2] = 1.0f;
         }
@@ -875,7 +875,9 @@ static void test_random_background(void **state) {
         }
         vx_fit_zero_grad_cpu(&f);
         vx_fit_rays_backward_cpu(&f, &few, rgb);
-        for (size_t k = 0; k < n; k++) assert_true(fabs(f.grad[k] - gref[k]) <= 1e-5 * fabs(gref[k]) + 1e-9);
+        double gmax = 0.0; /* the sums run in another order: entries near zero cancel, so the scale is the largest */
+        for (size_t k = 0; k < n; k++) gmax = fmax(gmax, fabs(gref[k]));
+        for (size_t k = 0; k < n; k++) assert_true(fabs(f.grad[k] - gref[k]) <= 1e-5 * gmax + 1e-9);
         /* an empty model shows each ray its background */
         for (size_t k = 0; k < n; k++) f.data[k] = k % f.nc == 0 ? -1.0f : f.data[k];
         vx_fit_rays_backward_cpu(&f, &few, rgb);
