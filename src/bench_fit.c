@@ -115,26 +115,19 @@ static int vx__rays_mlp_per_ray(vx_fit_device *g, void *ctx, int k) { return vx_
 static int vx__rays_mlp_batched(vx_fit_device *g, void *ctx, int k) { return vx__rays_mlp(g, ctx, k, 2); }
 /* The sampled-ray step with the per-point colour loss at 0.01 (fit --rgbper; the CUDA
  * default of both decoders): SH runs version 2's per-point instantiation, the mlp the
- * batched composite kernel's second one. Off again after the call. */
-static int vx__rays_rgbper(vx_fit_device *g, void *ctx, int k) {
-    vx__bench_ctx *c = ctx;
+ * batched composite kernel's second one; with random_bg against random backgrounds (fit
+ * --random-bg; the photos' coverage is on the device with them). Off again after the call. */
+static int vx__rays_px(vx_fit_device *g, const vx__bench_ctx *c, int k, int random_bg) {
     double loss;
     vx_fit_set_rgbper_cuda(g, VX_FIT_CUDA_RGBPER);
-    int rc = vx_fit_set_mlp_kernel_cuda(g, 2) || vx_fit_rays_sampled_cuda(g, c->batch, 1000 + (uint64_t)k, &loss);
-    vx_fit_set_rgbper_cuda(g, 0.0f);
-    return rc;
-}
-/* fit's default step with --random-bg (the photos' coverage is on the device with them). */
-static int vx__rays_random_bg(vx_fit_device *g, void *ctx, int k) {
-    vx__bench_ctx *c = ctx;
-    double loss;
-    vx_fit_set_rgbper_cuda(g, VX_FIT_CUDA_RGBPER);
-    vx_fit_set_random_bg_cuda(g, 1);
+    vx_fit_set_random_bg_cuda(g, random_bg);
     int rc = vx_fit_set_mlp_kernel_cuda(g, 2) || vx_fit_rays_sampled_cuda(g, c->batch, 1000 + (uint64_t)k, &loss);
     vx_fit_set_random_bg_cuda(g, 0);
     vx_fit_set_rgbper_cuda(g, 0.0f);
     return rc;
 }
+static int vx__rays_rgbper(vx_fit_device *g, void *ctx, int k) { return vx__rays_px(g, ctx, k, 0); }
+static int vx__rays_random_bg(vx_fit_device *g, void *ctx, int k) { return vx__rays_px(g, ctx, k, 1); }
 static int vx__tv(vx_fit_device *g, void *ctx, int k) {
     vx__bench_ctx *c = ctx;
     return vx_fit_tv_backward_cuda(g, c->hp.tv_sigma, c->hp.tv_sh, c->hp.tv_fraction, (uint64_t)k, c->hp.tv_eps, NULL);
