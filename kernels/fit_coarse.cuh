@@ -99,8 +99,8 @@ __global__ void __launch_bounds__(512) vx_fit_coarse_restrict_kernel(const float
 
 /* Version 2 of the restriction, fit's default: the same sums with less arithmetic
  * (measured on lego's 8.4 M alive voxels, H100: 0.35 ms a step against version 1's 0.94,
- * where the bytes alone need ~0.02; docs/BENCHMARKS.md, session 20). The block's
- * brick is contiguous in storage (pool slot b + 1 holds entries (b + 1) * 512 + local; a dense
+ * where its 0.5 GB of gradient need ~0.17 at copy speed; docs/BENCHMARKS.md, session 20).
+ * The block's brick is contiguous in storage (pool slot b + 1 holds entries (b + 1) * 512 + local; a dense
  * tile is 64 runs of 8 lattice entries), so no brick-table lookups; an x-pass thread loads
  * its row's 8 values once; and each axis spreads them with a weight table in shared memory
  * (s_w[axis][vertex][voxel], zero beyond the lattice) over only the window's ext vertices,
