@@ -66,7 +66,7 @@ struct vx_fit_device {
     int profile;
     double prof_ms[VX_FIT_PROF_N];
     double prof_mlpb[5], prof_samples; /* profiling: the batched mlp step's kernels, samples */
-    float *d_cgrad, *d_cm, *d_cv; /* the coarse level (m.cn[0] > 0): gradient (then step), moments */
+    float *d_lv[VX_FIT_LEVELS][3]; /* the coarse levels (m.nlevels): gradient (then step), moments */
 };
 
 static size_t vx__nv(const vx_fit_model *m) { return vx_fit_storage_voxels(m); }
@@ -310,7 +310,8 @@ extern "C" void vx_fit_model_free_cuda(vx_fit_device *g) {
     vx_cuda_free(g->d_cdf); vx_cuda_free(g->d_eacc);
     vx_cuda_free(g->d_mlp); vx_cuda_free(g->d_mlp_grad); vx_cuda_free(g->d_mlp_m); vx_cuda_free(g->d_mlp_v);
     vx_cuda_free(g->d_rec); vx_cuda_free(g->d_rec_count);
-    vx_cuda_free(g->d_cgrad); vx_cuda_free(g->d_cm); vx_cuda_free(g->d_cv);
+    for (int l = 0; l < VX_FIT_LEVELS; l++)
+        for (int k = 0; k < 3; k++) vx_cuda_free(g->d_lv[l][k]);
     vx_cuda_free(g->d_defer[0]); vx_cuda_free(g->d_defer[1]); vx_cuda_free(g->d_ndefer);
     vx_cuda_free(g->mb.x); vx_cuda_free(g->mb.pt); vx_cuda_free(g->mb.rgb); vx_cuda_free(g->mb.dout);
     vx_cuda_free(g->mb.dt); vx_cuda_free(g->mb.ray_start); vx_cuda_free(g->mb.ray_n);
@@ -356,11 +357,13 @@ static int vx__create(vx_fit_device *g, const vx_fit_model *f, int max_batch) {
             vx_cuda_alloc((void **)&g->d_ndefer, sizeof(unsigned), "fit mlp deferred count"))
             return -1;
     }
-    if (f->cn[0]) {
-        size_t nb = vx_fit_coarse_entries(f) * sizeof(float);
-        if (vx_cuda_alloc((void **)&g->d_cgrad, nb, "fit coarse gradient") || vx_cuda_upload(g->d_cgrad, f->coarse_grad, nb) ||
-            vx_cuda_alloc((void **)&g->d_cm, nb, "fit coarse moments") || vx_cuda_upload(g->d_cm, f->coarse_m, nb) ||
-            vx_cuda_alloc((void **)&g->d_cv, nb, "fit coarse moments") || vx_cuda_upload(g->d_cv, f->coarse_v, nb))
+    for (int l = 0; l < f->nlevels; l++) {
+        size_t nb = vx_fit_coarse_entries(f, l) * sizeof(float);
+        const vx_fit_level *c = &f->lv[l];
+        float **d = g->d_lv[l];
+        if (vx_cuda_alloc((void **)&d[0], nb, "fit coarse gradient") || vx_cuda_upload(d[0], c->grad, nb) ||
+            vx_cuda_alloc((void **)&d[1], nb, "fit coarse moments") || vx_cuda_upload(d[1], c->m, nb) ||
+            vx_cuda_alloc((void **)&d[2], nb, "fit coarse moments") || vx_cuda_upload(d[2], c->v, nb))
             return -1;
     }
     return vx__compact(g);
@@ -376,7 +379,7 @@ extern "C" int vx_fit_model_upload_cuda(vx_fit_device **out, const vx_fit_model 
     g->m.alive = g->m.occ = NULL;
     g->m.table = g->m.bxyz = g->m.view_table = NULL;
     g->m.mlp = g->m.mlp_grad = g->m.mlp_m = g->m.mlp_v = g->m.mlp_tgrad = NULL; /* d_mlp.. hold them */
-    g->m.coarse_grad = g->m.coarse_m = g->m.coarse_v = NULL;                      /* d_c.. hold them */
+    for (int l = 0; l < VX_FIT_LEVELS; l++) g->m.lv[l].grad = g->m.lv[l].m = g->m.lv[l].v = NULL; /* d_lv holds them */
     memset(&g->m.view, 0, sizeof g->m.view);
     g->m.mp.occ_b = 0; /* occupancy is rebuilt on the device by vx_fit_occupancy_build_cuda */
     g->max_batch = max_batch;
@@ -460,11 +463,16 @@ static int vx__download(const vx_fit_device *g, vx_fit_model *f, int all) {
         return -1;
     f->t = g->m.t;
     if (!all) return 0;
-    if (memcmp(f->cn, g->m.cn, sizeof f->cn)) return vx_error("fit: host and device coarse levels differ");
-    size_t cb = vx_fit_coarse_entries(f) * sizeof(float);
-    if (cb && (vx_cuda_download(f->coarse_grad, g->d_cgrad, cb) || vx_cuda_download(f->coarse_m, g->d_cm, cb) ||
-               vx_cuda_download(f->coarse_v, g->d_cv, cb)))
-        return -1;
+    if (f->nlevels != g->m.nlevels) return vx_error("fit: host and device coarse levels differ");
+    for (int l = 0; l < f->nlevels; l++) {
+        vx_fit_level *c = &f->lv[l];
+        if (memcmp(c->n, g->m.lv[l].n, sizeof c->n)) return vx_error("fit: host and device coarse levels differ");
+        c->t0 = g->m.lv[l].t0;
+        size_t cb = vx_fit_coarse_entries(f, l) * sizeof(float);
+        if (vx_cuda_download(c->grad, g->d_lv[l][0], cb) || vx_cuda_download(c->m, g->d_lv[l][1], cb) ||
+            vx_cuda_download(c->v, g->d_lv[l][2], cb))
+            return -1;
+    }
     return vx_cuda_download(f->grad, g->d_grad, n * sizeof(float)) ||
                    vx_cuda_download(f->adam_m, g->d_m, n * sizeof(float)) ||
                    vx_cuda_download(f->adam_v, g->d_v, n * sizeof(float)) ||
@@ -925,9 +933,7 @@ extern "C" int vx_fit_adam_step_mlp_cuda(vx_fit_device *g, const vx_fit_hparams 
 }
 
 extern "C" int vx_fit_coarse_restrict_cuda(vx_fit_device *g) {
-    if (!g->m.cn[0] || !g->n_active) return 0;
-    vx_fit_coarse_map cm;
-    if (vx_fit_coarse_map_of(&g->m, &cm)) return -1;
+    if (!g->m.nlevels || !g->n_active) return 0;
     int tiles[3] = {(g->m.nx + VX_BRICK - 1) / VX_BRICK, (g->m.ny + VX_BRICK - 1) / VX_BRICK,
                     (g->m.nz + VX_BRICK - 1) / VX_BRICK};
     size_t blocks = g->m.nslots ? g->m.nslots - 1 : (size_t)tiles[0] * tiles[1] * tiles[2];
@@ -935,38 +941,52 @@ extern "C" int vx_fit_coarse_restrict_cuda(vx_fit_device *g) {
     if (blocks > 0x7fffffffull) return vx_error("fit: %zu bricks exceed one launch", blocks);
     double t0 = 0.0;
     if (vx__prof_start(g, &t0)) return -1;
-    if (g->coarse_version == 2) {
-        vx_fit_coarse_restrict2_kernel<<<(unsigned)blocks, 512>>>(g->d_grad, g->d_alive, vx__index(g), g->m.nc, cm,
-                                                                  tiles[0], tiles[1], g->d_cgrad);
-        VX_LAUNCH_CHECK("vx_fit_coarse_restrict2_kernel");
-    } else {
-        vx_fit_coarse_restrict_kernel<<<(unsigned)blocks, 512>>>(g->d_grad, g->d_alive, vx__index(g), g->m.nc, cm,
-                                                                 tiles[0], tiles[1], g->d_cgrad);
-        VX_LAUNCH_CHECK("vx_fit_coarse_restrict_kernel");
+    for (int l = 0; l < g->m.nlevels; l++) {
+        if (!vx_fit_coarse_active(&g->m, l)) continue; /* its voxel not yet twice the fine one */
+        vx_fit_coarse_map cm;
+        if (vx_fit_coarse_map_of(&g->m, l, &cm)) return -1;
+        if (g->coarse_version == 2) {
+            vx_fit_coarse_restrict2_kernel<<<(unsigned)blocks, 512>>>(g->d_grad, g->d_alive, vx__index(g), g->m.nc,
+                                                                      cm, tiles[0], tiles[1], g->d_lv[l][0]);
+            VX_LAUNCH_CHECK("vx_fit_coarse_restrict2_kernel");
+        } else {
+            vx_fit_coarse_restrict_kernel<<<(unsigned)blocks, 512>>>(g->d_grad, g->d_alive, vx__index(g), g->m.nc,
+                                                                     cm, tiles[0], tiles[1], g->d_lv[l][0]);
+            VX_LAUNCH_CHECK("vx_fit_coarse_restrict_kernel");
+        }
     }
     return vx__prof_stop(g, VX_FIT_PROF_LEVEL, t0);
 }
 
 extern "C" int vx_fit_coarse_apply_cuda(vx_fit_device *g, const vx_fit_hparams *h, float lr) {
-    if (!g->m.cn[0]) return 0;
-    vx_fit_coarse_map cm;
-    if (vx_fit_coarse_map_of(&g->m, &cm)) return -1;
-    float bc1 = (float)(1.0 - pow(h->beta1, (double)g->m.t)), bc2 = (float)(1.0 - pow(h->beta2, (double)g->m.t));
-    size_t n = vx_fit_coarse_entries(&g->m);
+    vx_fit_coarse_steps S;
+    memset(&S, 0, sizeof S);
+    int act[VX_FIT_LEVELS];
     double t0 = 0.0;
-    if (vx__prof_start(g, &t0)) return -1;
-    vx_fit_coarse_adam_kernel<<<vx_ceil_div(n, 256), 256>>>(g->d_cgrad, g->d_cm, g->d_cv, n, lr, h->beta1, h->beta2,
-                                                              h->eps, bc1, bc2);
-    VX_LAUNCH_CHECK("vx_fit_coarse_adam_kernel");
+    for (int l = 0; l < g->m.nlevels; l++) {
+        if (!vx_fit_coarse_active(&g->m, l)) continue;
+        if (!S.n && vx__prof_start(g, &t0)) return -1;
+        if (vx_fit_coarse_map_of(&g->m, l, &S.m[S.n])) return -1;
+        float bc1, bc2;
+        vx_fit_coarse_bias(&g->m, l, h->beta1, h->beta2, &bc1, &bc2);
+        size_t n = vx_fit_coarse_entries(&g->m, l);
+        vx_fit_coarse_adam_kernel<<<vx_ceil_div(n, 256), 256>>>(g->d_lv[l][0], g->d_lv[l][1], g->d_lv[l][2], n, lr,
+                                                                  h->beta1, h->beta2, h->eps, bc1, bc2);
+        VX_LAUNCH_CHECK("vx_fit_coarse_adam_kernel");
+        S.step[S.n] = g->d_lv[l][0];
+        act[S.n++] = l;
+    }
+    if (!S.n) return 0;
     int gw = g->m.nc % 4 == 0 ? 4 : 1, ng = g->m.nc / gw;
     size_t chunk = ((size_t)1 << 31) / (size_t)ng; /* as the Adam step: 32-bit work indices */
     for (size_t k0 = 0; k0 < g->n_active; k0 += chunk) {
         size_t nk = g->n_active - k0 < chunk ? g->n_active - k0 : chunk, nt = nk * (size_t)ng;
         vx_fit_coarse_prolong_kernel<<<vx_ceil_div(nt, 256), 256>>>(g->d_data, g->d_active + k0, (unsigned)nt, ng, gw,
-                                                                    vx__index(g), cm, g->d_cgrad);
+                                                                    vx__index(g), S);
         VX_LAUNCH_CHECK("vx_fit_coarse_prolong_kernel");
     }
-    if (vx_cuda_zero(g->d_cgrad, n * sizeof(float))) return -1;
+    for (int i = 0; i < S.n; i++)
+        if (vx_cuda_zero(g->d_lv[act[i]][0], vx_fit_coarse_entries(&g->m, act[i]) * sizeof(float))) return -1;
     return vx__prof_stop(g, VX_FIT_PROF_LEVEL, t0);
 }
 

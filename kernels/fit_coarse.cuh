@@ -1,7 +1,7 @@
-/* fit_coarse.cuh - CUDA kernels of the coarse level of `voxray fit --coarse` (fit_coarse.h):
- * the restriction of the fine gradient onto the coarse grid (one block per 8^3 brick,
- * separable, no atomics but the brick's few coarse sums), the coarse Adam step and its
- * prolongation into the fine grid. fit.cu launches them; fit_coarse.c is their reference. */
+/* fit_coarse.cuh - CUDA kernels of the coarse levels of `voxray fit --coarse` (fit_coarse.h):
+ * the restriction of the fine gradient onto a level (one block per 8^3 brick, separable, no
+ * atomics but the brick's few coarse sums), a level's Adam step and the prolongation of all
+ * levels' steps into the fine grid. fit.cu launches them; fit_coarse.c is their reference. */
 #ifndef VX_FIT_COARSE_CUH
 #define VX_FIT_COARSE_CUH
 
@@ -202,31 +202,43 @@ __global__ void vx_fit_coarse_adam_kernel(float *step, float *mom, float *var, s
     step[j] = x;
 }
 
-/* The alive voxels' colour channels += U step: one thread per (alive voxel, group of gw
- * channels of its row), the layout of vx_fit_adam_kernel, so a warp reads and writes whole
- * runs of its voxels' rows in 16-byte pieces when gw = 4. (One thread per voxel striding
- * through its row wrote partial sectors; this layout cut the level's time a step on lego's
- * mlp fit from 2.60 to 1.86 ms on the H100, docs/BENCHMARKS.md.) Channel 0,
- * the density, is left alone. n = alive voxels x ng groups of this launch (< 2^32). */
+/* The active levels of one step (vx_fit_coarse_apply_cuda): their maps and steps. */
+typedef struct {
+    int n;
+    vx_fit_coarse_map m[VX_FIT_LEVELS];
+    const float *step[VX_FIT_LEVELS];
+} vx_fit_coarse_steps;
+
+/* The alive voxels' colour channels += sum over the levels of U_l step_l: one thread per
+ * (alive voxel, group of gw channels of its row), the layout of vx_fit_adam_kernel, so a warp
+ * reads and writes whole runs of its voxels' rows in 16-byte pieces when gw = 4. (One thread
+ * per voxel striding through its row wrote partial sectors; this layout cut the level's time
+ * a step on lego's mlp fit from 2.60 to 1.86 ms on the H100, docs/BENCHMARKS.md.) The levels
+ * are summed first and added once, so a second level costs its 8 gathers, not another pass
+ * over the rows. Channel 0, the density, is left alone. n = alive voxels x ng groups of this
+ * launch (< 2^32). */
 __global__ void vx_fit_coarse_prolong_kernel(float *data, const unsigned *__restrict__ active, unsigned n, int ng,
-                                             int gw, vx_fit_index L, vx_fit_coarse_map cm,
-                                             const float *__restrict__ step) {
+                                             int gw, vx_fit_index L, vx_fit_coarse_steps S) {
     unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) return;
     unsigned k = t / (unsigned)ng, q = t - k * (unsigned)ng;
     size_t v = active[k], idx[8];
     int x, y, z;
     if (vx_fit_xyz(&L, v, &x, &y, &z)) return;
-    float w[8], s[4];
-    vx_fit_coarse_corners(&cm, x, y, z, idx, w);
+    float w[8], s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     int ncc = ng * gw - 1, c0 = (int)q * gw;
+#pragma unroll /* static indices into S: no copy of the parameter struct to local memory */
+    for (int l = 0; l < VX_FIT_LEVELS; l++) {
+        if (l >= S.n) break;
+        vx_fit_coarse_corners(&S.m[l], x, y, z, idx, w);
+        const float *__restrict__ step = S.step[l];
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        s[i] = 0.0f;
-        int c = c0 + i - 1; /* the coarse channel of row channel c0 + i */
-        if (i < gw && c >= 0)
+        for (int i = 0; i < 4; i++) {
+            int c = c0 + i - 1; /* the coarse channel of row channel c0 + i */
+            if (i < gw && c >= 0)
 #pragma unroll
-            for (int j = 0; j < 8; j++) s[i] += w[j] * step[idx[j] * ncc + c];
+                for (int j = 0; j < 8; j++) s[i] += w[j] * step[idx[j] * ncc + c];
+        }
     }
     float *d = data + v * (size_t)(ng * gw) + c0;
     if (gw == 4) {

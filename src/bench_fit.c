@@ -211,7 +211,7 @@ static int vx__coarse_setup(vx_fit_model *f, int coarse) {
     if (!coarse) return 0;
     if (vx_fit_coarse_init_cpu(f, coarse)) return -1;
     vx_fit_coarse_map m;
-    if (vx_fit_coarse_map_of(f, &m)) return -1;
+    if (vx_fit_coarse_map_of(f, 0, &m)) return -1;
     size_t nv = vx_fit_storage_voxels(f);
     for (size_t v = 0; v < nv; v++)
         if (f->alive[v])
@@ -286,8 +286,8 @@ int vx_bench_fit(int argc, char **argv) {
            f.table ? "8^3 bricks with alive voxels" : "dense lattice", vx_fit_storage_voxels(&f),
            (double)vx_fit_storage_voxels(&f) * f.nc * 16 / 1073741824.0);
     if (coarse)
-        printf("coarse level: %dx%dx%d x %d channels, every alive voxel's colour gradient non-zero\n", f.cn[0], f.cn[1],
-               f.cn[2], f.nc - 1);
+        printf("coarse level: %dx%dx%d x %d channels, every alive voxel's colour gradient non-zero\n", f.lv[0].n[0],
+               f.lv[0].n[1], f.lv[0].n[2], f.nc - 1);
     printf("copy bandwidth (device to device, read + write): %.0f GB/s\n", copy_gbs);
     printf("  %-46s %10s %14s %10s\n", "step", "ms/step", "rays/s", "GB/s");
     int mlp = f.mlp_layers > 0;
@@ -296,7 +296,7 @@ int vx_bench_fit(int argc, char **argv) {
         {"coarse level: restriction v1", coarse ? vx__coarse_restrict1 : NULL, 0, (double)alive * (f.nc - 1) * 4},
         {"coarse level: restriction v2 (fit's)", coarse ? vx__coarse_restrict2 : NULL, 0, (double)alive * (f.nc - 1) * 4},
         {"coarse level: Adam + prolongation", coarse ? vx__coarse_apply : NULL, 0,
-         (double)alive * (f.nc - 1) * 4 * 2 + (double)vx_fit_coarse_entries(&f) * 4 * 6},
+         (double)alive * (f.nc - 1) * 4 * 2 + (double)vx_fit_coarse_entries(&f, 0) * 4 * 6},
         {mlp ? "rays, mlp per-ray kernel (device rays)" : "rays v1 (generic, host-drawn rays)",
          mlp ? vx__rays_mlp_per_ray : vx__rays_v1, 1, 0},
         {mlp ? "rays, mlp batched kernel (device rays)" : "rays v2 (SH-specialised, device rays)",

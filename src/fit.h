@@ -51,6 +51,18 @@ typedef struct {
 
 void vx_fit_hparams_default(vx_fit_hparams *h);
 
+/* One coarse level of fit --coarse (fit_coarse.h): a dense n[0] x n[1] x n[2] grid of the
+ * model's nc-1 colour channels over lo..hi. It takes steps only in lattices where its voxel
+ * is at least twice the fine one (vx_fit_coarse_active); its Adam bias correction counts
+ * from its first step, the model's step t0 + 1 (t0 -1: not yet started). */
+#define VX_FIT_LEVELS 4
+typedef struct {
+    int n[3];
+    double lo[3], hi[3];
+    long long t0;
+    float *grad, *m, *v;        /* gradient (then the step), moments */
+} vx_fit_level;
+
 /* The model. Arrays are voxel-major like vx_grid: (z, y, x, c) with c innermost. */
 typedef struct {
     int nx, ny, nz, nc;         /* lattice and channels (1 + 3 (deg+1)^2; mlp: 16) */
@@ -95,13 +107,12 @@ typedef struct {
     vx_sparse view;             /* bricked: the live bricks as a vx_sparse for the renderer and
                                  * writing (absent bricks -1, the pool past the null brick) */
     int32_t *view_table;        /* the view's table: table - 1 */
-    /* The coarse level (fit --coarse, fit_coarse.h): the colour channels 1..nc-1 are their
-     * own values plus the trilinear interpolation of a dense cn[0] x cn[1] x cn[2] grid of
-     * nc-1 channels over coarse_lo..coarse_hi (the first stage's box). data holds the sum,
-     * so only the coarse grid's gradient and Adam moments exist. cn[0] == 0: off. */
-    int cn[3];
-    double coarse_lo[3], coarse_hi[3];
-    float *coarse_grad, *coarse_m, *coarse_v;
+    /* The coarse levels (fit --coarse R1[,R2..], fit_coarse.h): the colour channels 1..nc-1
+     * are their own values plus the trilinear interpolations of up to VX_FIT_LEVELS dense
+     * grids of nc-1 channels over the first stage's box. data holds the sum, so only the
+     * levels' gradients and Adam moments exist. nlevels == 0: off. */
+    int nlevels;
+    vx_fit_level lv[VX_FIT_LEVELS];
 } vx_fit_model;
 
 /* Bricked storage from per-brick live flags (table order): the slot count (live bricks +

@@ -1,7 +1,7 @@
-/* fit_coarse.h - the coarse level of `voxray fit --coarse R`: the colour channels of the
- * fitted grid are their own values plus a dense coarse grid's trilinear interpolation, so
- * each step also moves whole regions together (docs/FIT.md, session 18). The fine grid keeps
- * the sum (renderers read it unchanged); only the coarse grid's gradient and moments exist. */
+/* fit_coarse.h - the coarse levels of `voxray fit --coarse R1[,R2..]`: the colour channels of
+ * the fitted grid are their own values plus dense coarse grids' trilinear interpolations, so
+ * each step also moves whole regions together (docs/FIT.md, sessions 18 and 21). The fine grid
+ * keeps the sum (renderers read it unchanged); only the levels' gradients and moments exist. */
 #ifndef VX_FIT_COARSE_H
 #define VX_FIT_COARSE_H
 
@@ -47,31 +47,45 @@ VX_HD void vx_fit_coarse_corners(const vx_fit_coarse_map *m, int x, int y, int z
     }
 }
 
-/* Give f (freshly initialised, either decoder) a coarse level: res vertices along the box's
- * longest edge (fewer along shorter ones, at least 2), zero gradient and moments. */
+/* Give f (freshly initialised, either decoder) one more coarse level (up to VX_FIT_LEVELS):
+ * res vertices along the box's longest edge (fewer along shorter ones, at least 2), zero
+ * gradient and moments, not yet started. */
 int vx_fit_coarse_init_cpu(vx_fit_model *f, int res);
-/* Entries of the coarse grid's gradient and each moment array (0 without a level). */
-static inline size_t vx_fit_coarse_entries(const vx_fit_model *f) {
-    return (size_t)f->cn[0] * f->cn[1] * f->cn[2] * (size_t)(f->nc - 1);
+/* Entries of level l's gradient and each moment array. */
+static inline size_t vx_fit_coarse_entries(const vx_fit_model *f, int l) {
+    const vx_fit_level *c = &f->lv[l];
+    return (size_t)c->n[0] * c->n[1] * c->n[2] * (size_t)(f->nc - 1);
 }
 
-/* Drop the level (vx_fit_model_free calls it; inline, so fit_cpu.c and fit_coarse.c do not
+/* Drop the levels (vx_fit_model_free calls it; inline, so fit_cpu.c and fit_coarse.c do not
  * call each other: tools/include_graph.sh forbids cycles). */
 static inline void vx_fit_coarse_free(vx_fit_model *f) {
-    free(f->coarse_grad); free(f->coarse_m); free(f->coarse_v);
-    f->coarse_grad = f->coarse_m = f->coarse_v = NULL;
-    f->cn[0] = f->cn[1] = f->cn[2] = 0;
+    for (int l = 0; l < VX_FIT_LEVELS; l++) {
+        vx_fit_level *c = &f->lv[l];
+        free(c->grad); free(c->m); free(c->v);
+        c->grad = c->m = c->v = NULL;
+        c->n[0] = c->n[1] = c->n[2] = 0;
+    }
+    f->nlevels = 0;
 }
-/* The map for f's current lattice; an error when a coarse voxel is less than twice a fine
- * one on some axis (the CUDA restriction's window assumes it; a coarser level is the point). */
-int vx_fit_coarse_map_of(const vx_fit_model *f, vx_fit_coarse_map *m);
+/* Whether level l takes steps in f's current lattice: its voxel at least twice the fine one
+ * on every axis (the CUDA restriction's window assumes it; a coarser level is the point). */
+int vx_fit_coarse_active(const vx_fit_model *f, int l);
+/* The first of the stages (lattices res[0..stages-1] over f's box: each stage's voxel, as
+ * the crop keeps it) where level l is active, or -1 where it never is. */
+int vx_fit_coarse_first_stage(const vx_fit_model *f, int l, const int (*res)[3], int stages);
+/* Level l's map for f's current lattice; an error (saying so) where it is not active. */
+int vx_fit_coarse_map_of(const vx_fit_model *f, int l, vx_fit_coarse_map *m);
+/* Level l's Adam bias corrections for the model's step f->t, counted from the level's first
+ * step; starts the level (sets t0) at its first call. */
+void vx_fit_coarse_bias(vx_fit_model *f, int l, float beta1, float beta2, float *bc1, float *bc2);
 
-/* Before the fine Adam step consumes f->grad: add U^T dL/d(colour channels) of the alive
- * voxels into f->coarse_grad (U: the interpolation above). */
+/* Before the fine Adam step consumes f->grad: add U_l^T dL/d(colour channels) of the alive
+ * voxels into each active level's gradient (U_l: level l's interpolation above). */
 int vx_fit_coarse_restrict_cpu(vx_fit_model *f);
-/* After the fine Adam step (whose step count it shares): Adam on the coarse grid with step
- * size lr, then add U (its step) to the alive voxels' colour channels, and clear the
- * coarse gradient. */
+/* After the fine Adam step: Adam on each active level with step size lr, then add the sum
+ * of the U_l (step_l) to the alive voxels' colour channels (one pass, summing the levels in
+ * order, as the CUDA kernel), and clear the levels' gradients. */
 int vx_fit_coarse_apply_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr);
 
 #ifdef __cplusplus

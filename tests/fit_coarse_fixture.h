@@ -4,9 +4,11 @@
 #ifndef VX_FIT_COARSE_FIXTURE_H
 #define VX_FIT_COARSE_FIXTURE_H
 
-/* A random model (SH degree 0..3 or the mlp's 16 channels) with a coarse level of
- * R = res / (2..3) vertices, about a third of its voxels dead (zero), optionally bricked;
- * the coarse box is larger than the model's, as after a crop. */
+/* A random model (SH degree 0..3 or the mlp's 16 channels) with one or two coarse levels of
+ * R = res / (2..3) vertices (active: at least twice the fine voxel) and, half the time, a
+ * level too fine to be active yet (as a level waiting for a later stage), about a third of
+ * its voxels dead (zero), optionally bricked; the coarse box is larger than the model's,
+ * as after a crop. */
 static void fc_random_model(vx_fit_model *f, int bricked, double (*uniform)(double, double)) {
     int res[3];
     for (int a = 0; a < 3; a++) res[a] = 8 + (int)uniform(0, 14);
@@ -22,7 +24,15 @@ static void fc_random_model(vx_fit_model *f, int bricked, double (*uniform)(doub
     for (int a = 0; a < 3; a++) { c[a] = 0.5 * (lo[a] + hi[a]); half[a] = 0.5 * (hi[a] - lo[a]); }
     for (int a = 0; a < 3; a++) { f->box_lo[a] = c[a] - 1.3 * half[a]; f->box_hi[a] = c[a] + 1.3 * half[a]; }
     assert_int_equal(vx_fit_coarse_init_cpu(f, r), 0);
+    if (uniform(0, 1) < 0.5) { /* a second active level of another lattice */
+        int r2 = 2 + (int)(fmin(res[0], fmin(res[1], res[2])) / uniform(2.6, 4.0));
+        assert_int_equal(vx_fit_coarse_init_cpu(f, r2 == r ? r - 1 : r2), 0);
+    }
+    int inactive = uniform(0, 1) < 0.5; /* an inactive one, finer than the lattice */
+    if (inactive) assert_int_equal(vx_fit_coarse_init_cpu(f, 3 * (int)fmax(res[0], fmax(res[1], res[2]))), 0);
     for (int a = 0; a < 3; a++) { f->box_lo[a] = lo[a]; f->box_hi[a] = hi[a]; }
+    for (int l = 0; l < f->nlevels; l++)
+        assert_int_equal(vx_fit_coarse_active(f, l), !(inactive && l == f->nlevels - 1));
     assert_int_equal(vx_fit_update_params(f, 1e-4f), 0);
     size_t nv = (size_t)res[0] * res[1] * res[2];
     for (size_t v = 0; v < nv; v++) {

@@ -2014,16 +2014,17 @@ static void test_train_regularisers(void **state) {
     vx_grid_free(&s.grid);
 }
 
-/* --coarse: the training loop runs the level through a stage change. With the fine
- * colour frozen (--lr-sh 0) the colour channels move only with the level, and the orbs
- * fit better for it (same seed, rays and schedule). */
+/* --coarse: the training loop runs the levels through a stage change (a second level starts
+ * there). With the fine colour frozen (--lr-sh 0) the colour channels move only with the
+ * levels, and the orbs fit better for them (same seed, rays and schedule). */
 static void test_train_coarse(void **state) {
     (void)state;
     vx_scene s;
     vx_dataset train;
     small_views(&s, &train);
-    double loss[2], moved[2];
-    for (int on = 0; on < 2; on++) {
+    double loss[3], moved[3];
+    long long t0[2] = {0, 0};
+    for (int on = 0; on < 3; on++) { /* no level, one, two (the second from stage 2) */
         vx_fit_config cfg;
         small_config(&cfg, 80);
         cfg.stages = 2;
@@ -2035,19 +2036,33 @@ static void test_train_coarse(void **state) {
         vx_fit_model f;
         assert_int_equal(vx_fit_model_init_cpu(&f, cfg.res[0], 1, lo, hi, 0.5f, 0.0f, white, cfg.hp.init_sigma), 0);
         if (on) assert_int_equal(vx_fit_coarse_init_cpu(&f, 6), 0);
+        if (on == 2) {
+            assert_int_equal(vx_fit_coarse_init_cpu(&f, 8), 0);
+            assert_int_equal(vx_fit_coarse_first_stage(&f, 1, cfg.res, cfg.stages), 1);
+        }
         vx_fit_stats st;
         if (vx_fit_train(&f, &cfg, &train, NULL, &st)) fail_msg("%s", vx_errmsg());
+        if (on == 2) {
+            t0[0] = f.lv[0].t0;
+            t0[1] = f.lv[1].t0;
+        }
         moved[on] = 0.0;
         for (size_t v = 0; v < vx_fit_storage_voxels(&f); v++)
             for (int c = 1; c < f.nc; c++) moved[on] += fabs(f.data[v * f.nc + c]);
         loss[on] = st.loss_last;
         vx_fit_model_free(&f);
     }
-    fprintf(stderr, "coarse level in training, colour frozen: loss %.5f without, %.5f with; |colour| %g, %g\n", loss[0],
-            loss[1], moved[0], moved[1]);
+    fprintf(stderr,
+            "coarse levels in training, colour frozen: loss %.5f without, %.5f with one, %.5f with two; |colour| %g, %g, "
+            "%g; the levels' first steps %lld, %lld\n",
+            loss[0], loss[1], loss[2], moved[0], moved[1], moved[2], t0[0] + 1, t0[1] + 1);
     assert_true(moved[0] == 0.0);
     assert_true(moved[1] > 0.0);
     assert_true(loss[1] < 0.9 * loss[0]);
+    assert_true(moved[2] != moved[1]); /* the second level took steps */
+    assert_true(loss[2] < 0.9 * loss[0]);
+    assert_true(t0[0] == 0);                /* from the first step */
+    assert_true(t0[1] >= 40 && t0[1] < 80); /* from stage 2's first (equal shares of 80 iterations) */
     vx_dataset_free(&train);
     vx_grid_free(&s.grid);
 }
@@ -2262,13 +2277,23 @@ static void test_commands(void **state) {
     const char *b1[] = {"fit", none, "-o", out3, "--backend", "cpu", NULL};
     assert_int_equal(run_cmd(vx_cmd_fit, b1), 1);
     assert_false(exists(out3, "scene.json"));
-    /* a coarse level finer than half the first stage: one line, exit 1, nothing written */
+    /* a coarse level finer than half the last stage: one line, exit 1, nothing written */
     const char *b4[] = {"fit", dir, "-o", out3, "--res", "8", "--coarse", "5", "--iters", "2", "--backend", "cpu", NULL};
     assert_int_equal(run_cmd(vx_cmd_fit, b4), 1);
-    assert_non_null(strstr(vx_errmsg(), "at least twice"));
+    assert_non_null(strstr(vx_errmsg(), "never twice"));
+    assert_false(exists(out3, "scene.json"));
+    const char *b5[] = {"fit", dir, "-o", out3, "--res", "8", "--coarse", "3,3", "--iters", "2", "--backend", "cpu", NULL};
+    assert_int_equal(run_cmd(vx_cmd_fit, b5), 1);
+    assert_non_null(strstr(vx_errmsg(), "exists already"));
     assert_false(exists(out3, "scene.json"));
     const char *u21[] = {"fit", dir, "-o", out3, "--coarse", NULL};
     assert_int_equal(run_cmd(vx_cmd_fit, u21), 2);
+    const char *u22[] = {"fit", dir, "-o", out3, "--coarse", "2,3,4,5,6", NULL}; /* more than VX_FIT_LEVELS */
+    assert_int_equal(run_cmd(vx_cmd_fit, u22), 2);
+    const char *u23[] = {"fit", dir, "-o", out3, "--coarse", "4,0", NULL};
+    assert_int_equal(run_cmd(vx_cmd_fit, u23), 2);
+    const char *u24[] = {"fit", dir, "-o", out3, "--coarse", ",", NULL};
+    assert_int_equal(run_cmd(vx_cmd_fit, u24), 2);
     const char *b2[] = {"eval", out, dir, "--split", "test", NULL}; /* no transforms_test.json */
     assert_int_equal(run_cmd(vx_cmd_eval, b2), 1);
     /* a test split: the gap column's training poses come from transforms_train.json, and a

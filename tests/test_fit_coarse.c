@@ -1,8 +1,9 @@
-/* test_fit_coarse.c - the coarse level of `voxray fit --coarse` (fit_coarse.c) against a
- * direct double-precision evaluation of its interpolation U: the map, the restriction
- * (U^T of the alive voxels' colour gradient), the first Adam step's prolongation (closed
- * form: -lr sign(U^T g) interpolated), dense and bricked storage. test_fit.c's
- * test_train_coarse runs the level through the training loop. */
+/* test_fit_coarse.c - the coarse levels of `voxray fit --coarse` (fit_coarse.c) against a
+ * direct double-precision evaluation of their interpolations U_l: the maps, the restriction
+ * (U_l^T of the alive voxels' colour gradient), the first Adam step's prolongation (closed
+ * form: the sum of -lr sign(U_l^T g) interpolated, at whatever step the model is), inactive
+ * levels left alone, dense and bricked storage. test_fit.c's test_train_coarse runs the
+ * levels through the training loop. */
 #include "vx_test.h"
 
 #include <math.h>
@@ -12,24 +13,26 @@
 #include "fit_march.h"
 #include "fit_coarse_fixture.h"
 
-/* U's weight of coarse entry (i, j, k) at fine voxel (x, y, z), from the boxes alone. */
-static void ref_axis(const vx_fit_model *f, int a, int i, int *k, double *w) {
+/* U_l's weight of coarse entry (i, j, k) at fine voxel (x, y, z), from the boxes alone. */
+static void ref_axis(const vx_fit_model *f, int l, int a, int i, int *k, double *w) {
+    const vx_fit_level *c = &f->lv[l];
     int n[3] = {f->nx, f->ny, f->nz};
     double h = (f->box_hi[a] - f->box_lo[a]) / n[a], p = f->box_lo[a] + (i + 0.5) * h;
-    double ch = (f->coarse_hi[a] - f->coarse_lo[a]) / f->cn[a], u = (p - f->coarse_lo[a]) / ch - 0.5;
-    u = fmin(fmax(u, 0.0), f->cn[a] - 1.0);
+    double ch = (c->hi[a] - c->lo[a]) / c->n[a], u = (p - c->lo[a]) / ch - 0.5;
+    u = fmin(fmax(u, 0.0), c->n[a] - 1.0);
     *k = (int)floor(u);
-    if (*k > f->cn[a] - 2) *k = f->cn[a] - 2;
+    if (*k > c->n[a] - 2) *k = c->n[a] - 2;
     *w = u - *k;
 }
 
-static void ref_corners(const vx_fit_model *f, int x, int y, int z, size_t idx[8], double w[8]) {
+static void ref_corners(const vx_fit_model *f, int l, int x, int y, int z, size_t idx[8], double w[8]) {
+    const vx_fit_level *c = &f->lv[l];
     int k[3], p[3] = {x, y, z};
     double fr[3];
-    for (int a = 0; a < 3; a++) ref_axis(f, a, p[a], &k[a], &fr[a]);
+    for (int a = 0; a < 3; a++) ref_axis(f, l, a, p[a], &k[a], &fr[a]);
     for (int j = 0; j < 8; j++) {
         int d[3] = {j & 1, (j >> 1) & 1, j >> 2};
-        idx[j] = ((size_t)(k[2] + d[2]) * f->cn[1] + k[1] + d[1]) * f->cn[0] + k[0] + d[0];
+        idx[j] = ((size_t)(k[2] + d[2]) * c->n[1] + k[1] + d[1]) * c->n[0] + k[0] + d[0];
         w[j] = 1.0;
         for (int a = 0; a < 3; a++) w[j] *= d[a] ? fr[a] : 1.0 - fr[a];
     }
@@ -43,19 +46,26 @@ static void test_coarse_map(void **state) {
     for (int trial = 0; trial < 20; trial++) {
         vx_fit_model f;
         random_coarse_model(&f, 0);
-        vx_fit_coarse_map m;
-        assert_int_equal(vx_fit_coarse_map_of(&f, &m), 0);
-        int n[3] = {f.nx, f.ny, f.nz};
-        for (int a = 0; a < 3; a++)
-            for (int i = 0; i < n[a]; i++) {
-                int k, kr;
-                float w;
-                double wr;
-                vx_fit_coarse_axis(&m, a, i, &k, &w);
-                ref_axis(&f, a, i, &kr, &wr);
-                /* k + w is the coordinate: at a coarse centre (k, 1) and (k + 1, 0) are the same point */
-                if (fabs(k + w - (kr + wr)) > 1e-5 || k < 0 || k > m.n[a] - 2 || w < 0 || w > 1) fail_msg("axis %d voxel %d: %d %g, expected %d %g", a, i, k, w, kr, wr);
+        for (int l = 0; l < f.nlevels; l++) {
+            vx_fit_coarse_map m;
+            if (!vx_fit_coarse_active(&f, l)) {
+                assert_int_equal(vx_fit_coarse_map_of(&f, l, &m), -1);
+                continue;
             }
+            assert_int_equal(vx_fit_coarse_map_of(&f, l, &m), 0);
+            int n[3] = {f.nx, f.ny, f.nz};
+            for (int a = 0; a < 3; a++)
+                for (int i = 0; i < n[a]; i++) {
+                    int k, kr;
+                    float w;
+                    double wr;
+                    vx_fit_coarse_axis(&m, a, i, &k, &w);
+                    ref_axis(&f, l, a, i, &kr, &wr);
+                /* k + w is the coordinate: at a coarse centre (k, 1) and (k + 1, 0) are the same point */
+                    if (fabs(k + w - (kr + wr)) > 1e-5 || k < 0 || k > m.n[a] - 2 || w < 0 || w > 1)
+                        fail_msg("level %d axis %d voxel %d: %d %g, expected %d %g", l, a, i, k, w, kr, wr);
+                }
+        }
         vx_fit_model_free(&f);
     }
     vx_fit_model f;
@@ -65,74 +75,104 @@ static void test_coarse_map(void **state) {
     assert_int_equal(vx_fit_model_init_cpu(&f, res, 1, lo, hi, 0.5f, 0.0f, bg, 0.1f), 0);
     assert_int_equal(vx_fit_coarse_init_cpu(&f, 9), 0);
     vx_fit_coarse_map m;
-    assert_int_equal(vx_fit_coarse_map_of(&f, &m), -1);
+    assert_int_equal(vx_fit_coarse_active(&f, 0), 0);
+    assert_int_equal(vx_fit_coarse_map_of(&f, 0, &m), -1);
     assert_non_null(strstr(vx_errmsg(), "at least twice"));
+    /* the stages where it would be active: from the first twice as fine as it */
+    int stages[3][3] = {{16, 16, 16}, {17, 17, 17}, {18, 18, 18}};
+    assert_int_equal(vx_fit_coarse_first_stage(&f, 0, stages, 3), 2);
+    assert_int_equal(vx_fit_coarse_first_stage(&f, 0, stages, 2), -1);
     vx_fit_coarse_free(&f);
+    assert_int_equal(f.nlevels, 0);
     assert_int_equal(vx_fit_coarse_init_cpu(&f, 8), 0);
-    assert_int_equal(vx_fit_coarse_map_of(&f, &m), 0);
-    assert_int_equal(vx_fit_coarse_init_cpu(&f, 8), -1); /* one level only */
+    assert_int_equal(vx_fit_coarse_map_of(&f, 0, &m), 0);
+    assert_int_equal(vx_fit_coarse_first_stage(&f, 0, stages, 3), 0);
+    assert_int_equal(vx_fit_coarse_init_cpu(&f, 8), -1); /* the same lattice twice */
+    assert_non_null(strstr(vx_errmsg(), "exists already"));
+    assert_int_equal(vx_fit_coarse_map_of(&f, 1, &m), -1); /* no such level */
+    for (int r = 4; r < 4 + VX_FIT_LEVELS - 1; r++) assert_int_equal(vx_fit_coarse_init_cpu(&f, r), 0);
+    assert_int_equal(f.nlevels, VX_FIT_LEVELS);
+    assert_int_equal(vx_fit_coarse_init_cpu(&f, 3), -1); /* one too many */
+    assert_non_null(strstr(vx_errmsg(), "at most"));
     vx_fit_model_free(&f);
     assert_int_equal(vx_fit_model_init_cpu(&f, res, 1, lo, hi, 0.5f, 0.0f, bg, 0.1f), 0);
     assert_int_equal(vx_fit_coarse_init_cpu(&f, 1), -1);
     vx_fit_model_free(&f);
 }
 
-/* Restriction and the first step's prolongation against the double-precision U. */
+/* Restriction and the first step's prolongation against the double-precision U_l, at a
+ * random model step (each level's Adam counts from its own first step). */
 static void check_restrict_apply(int bricked) {
     for (int trial = 0; trial < 12; trial++) {
         vx_fit_model f;
         random_coarse_model(&f, bricked);
-        int nc = f.nc, ncc = nc - 1;
-        size_t nv = vx_fit_storage_voxels(&f), ncoarse = (size_t)f.cn[0] * f.cn[1] * f.cn[2] * ncc;
-        double *gc = calloc(ncoarse, sizeof *gc);
+        int nc = f.nc, ncc = nc - 1, nl = f.nlevels;
+        size_t nv = vx_fit_storage_voxels(&f), nco[VX_FIT_LEVELS];
+        double *gc[VX_FIT_LEVELS];
         vx_fit_index L;
         vx_fit_index_of(&f, &L);
-        for (size_t v = 0; v < nv; v++) {
-            int x, y, z;
-            if (!f.alive[v] || vx_fit_xyz(&L, v, &x, &y, &z)) continue;
-            size_t idx[8];
-            double w[8];
-            ref_corners(&f, x, y, z, idx, w);
-            for (int k = 0; k < 8; k++)
-                for (int c = 0; c < ncc; c++) gc[idx[k] * ncc + c] += w[k] * f.grad[v * nc + 1 + c];
+        for (int l = 0; l < nl; l++) {
+            nco[l] = vx_fit_coarse_entries(&f, l);
+            gc[l] = calloc(nco[l], sizeof *gc[l]);
+            if (!vx_fit_coarse_active(&f, l)) continue; /* its gradient stays zero */
+            for (size_t v = 0; v < nv; v++) {
+                int x, y, z;
+                if (!f.alive[v] || vx_fit_xyz(&L, v, &x, &y, &z)) continue;
+                size_t idx[8];
+                double w[8];
+                ref_corners(&f, l, x, y, z, idx, w);
+                for (int k = 0; k < 8; k++)
+                    for (int c = 0; c < ncc; c++) gc[l][idx[k] * ncc + c] += w[k] * f.grad[v * nc + 1 + c];
+            }
         }
         assert_int_equal(vx_fit_coarse_restrict_cpu(&f), 0);
-        for (size_t j = 0; j < ncoarse; j++)
-            if (fabs(f.coarse_grad[j] - gc[j]) > 1e-4 * (1.0 + fabs(gc[j])))
-                fail_msg("%s trial %d: coarse gradient %zu is %g, expected %g", bricked ? "bricked" : "dense", trial, j,
-                         f.coarse_grad[j], gc[j]);
-        /* the first Adam step (t = 1) of each entry is -lr g / (|g| + eps): -lr sign(g), g the
+        for (int l = 0; l < nl; l++)
+            for (size_t j = 0; j < nco[l]; j++)
+                if (fabs(f.lv[l].grad[j] - gc[l][j]) > 1e-4 * (1.0 + fabs(gc[l][j])))
+                    fail_msg("%s trial %d: level %d's gradient %zu is %g, expected %g", bricked ? "bricked" : "dense",
+                             trial, l, j, f.lv[l].grad[j], gc[l][j]);
+        /* the first Adam step of each entry is -lr g / (|g| + eps): -lr sign(g), g the
          * restriction just checked (its float sums, whose sign the double ones may not share
-         * where the sum is nearly 0) */
-        for (size_t j = 0; j < ncoarse; j++) gc[j] = f.coarse_grad[j];
+         * where the sum is nearly 0), whatever the model's step count */
+        for (int l = 0; l < nl; l++)
+            for (size_t j = 0; j < nco[l]; j++) gc[l][j] = f.lv[l].grad[j];
         vx_fit_hparams h;
         vx_fit_hparams_default(&h);
         float lr = (float)vx_test_uniform(0.01, 0.1);
         float *before = malloc(nv * nc * sizeof(float));
         memcpy(before, f.data, nv * nc * sizeof(float));
-        f.t = 1;
+        f.t = 1 + (long long)vx_test_uniform(0, 100);
         assert_int_equal(vx_fit_coarse_apply_cpu(&f, &h, lr), 0);
-        for (size_t j = 0; j < ncoarse; j++) assert_true(f.coarse_grad[j] == 0.0f); /* consumed */
+        for (int l = 0; l < nl; l++) {
+            int on = vx_fit_coarse_active(&f, l);
+            assert_true(f.lv[l].t0 == (on ? f.t - 1 : -1)); /* started by its first step only */
+            for (size_t j = 0; j < nco[l]; j++) {
+                assert_true(f.lv[l].grad[j] == 0.0f); /* consumed */
+                if (!on) assert_true(f.lv[l].m[j] == 0.0f && f.lv[l].v[j] == 0.0f);
+            }
+        }
         for (size_t v = 0; v < nv; v++) {
-            int x, y, z;
+            int x = 0, y = 0, z = 0;
             int lattice = !vx_fit_xyz(&L, v, &x, &y, &z);
-            size_t idx[8];
-            double w[8];
-            if (lattice) ref_corners(&f, x, y, z, idx, w);
             for (int c = 0; c < nc; c++) {
                 double want = before[v * nc + c];
-                if (c > 0 && f.alive[v] && lattice)
+                for (int l = 0; l < nl; l++) {
+                    if (!(c > 0 && f.alive[v] && lattice && vx_fit_coarse_active(&f, l))) continue;
+                    size_t idx[8];
+                    double w[8];
+                    ref_corners(&f, l, x, y, z, idx, w);
                     for (int k = 0; k < 8; k++) {
-                        double g = gc[idx[k] * ncc + c - 1];
+                        double g = gc[l][idx[k] * ncc + c - 1];
                         want += w[k] * (g > 0 ? -lr : g < 0 ? lr : 0.0) * fabs(g) / (fabs(g) + 1e-8);
                     }
-                if (fabs(f.data[v * nc + c] - want) > 2e-5)
+                }
+                if (fabs(f.data[v * nc + c] - want) > 2e-5 * nl)
                     fail_msg("%s trial %d: voxel %zu channel %d is %g, expected %g (alive %d)", bricked ? "bricked" : "dense",
                              trial, v, c, f.data[v * nc + c], want, f.alive[v]);
             }
         }
         free(before);
-        free(gc);
+        for (int l = 0; l < nl; l++) free(gc[l]);
         vx_fit_model_free(&f);
     }
 }

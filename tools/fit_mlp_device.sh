@@ -19,6 +19,8 @@
 #   rbg5       test_fit_gpu's sampled-ray tests (the random background and the mlp's density
 #              regularisers against the CPU on hardware), then lego mlp --coarse 64
 #              --mlp-dir-degree 1 --random-bg for 5 minutes against md1 (FIT.md session 20)
+#   pyr5       test_fit_gpu's coarse-level test (levels active and waiting), then lego mlp
+#              --coarse 64,128 --mlp-dir-degree 1 for 5 minutes against md1 (FIT.md session 21)
 #   variants   OUTDIR DATASET SECONDS NAME=ARGS...: one fit a variant (ARGS split on spaces,
 #              after the mlp decoder's flags), e.g. `variants out .mic 120 base= tv="--tv-until 1"`
 #   runs       the same without the mlp flags (the SH decoder unless ARGS say otherwise), e.g.
@@ -28,7 +30,7 @@
 # after the step, so give each variant its own OUTDIR. Each fit adds its row (fit_summary.sh,
 # as fit_compare.sh writes them) to OUTDIR/summary.md.
 set -u
-step=${1:?usage: tools/fit_mlp_device.sh check|check-sh|level5|rbg5|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
+step=${1:?usage: tools/fit_mlp_device.sh check|check-sh|level5|rbg5|pyr5|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
 out=${2:?usage: tools/fit_mlp_device.sh STEP OUTDIR [fit args]}
 shift 2
 BIN=${BIN:-.dev/bin}
@@ -110,6 +112,12 @@ rbg5)
     VX_FIT_GPU_QUICK=1 VX_TEST_FILTER='test_*sampled*' "$BIN/test_fit_gpu" > "$out/test_sampled.log" 2>&1 ||
         { tail -8 "$out/test_sampled.log"; echo "sampled-ray tests failed: nothing timed"; exit 1; }
     fit lego300-rbg .lego 300 $mlp --val-split test --coarse 64 --mlp-dir-degree 1 --random-bg
+    ;;
+pyr5)
+    VX_FIT_GPU_QUICK=1 VX_TEST_FILTER='test_coarse*' "$BIN/test_fit_gpu" > "$out/test_coarse.log" 2>&1 ||
+        { tail -8 "$out/test_coarse.log"; echo "test_coarse_level failed: nothing timed"; exit 1; }
+    tail -3 "$out/test_coarse.log"
+    fit lego300-pyr .lego 300 $mlp --val-split test --coarse 64,128 --mlp-dir-degree 1
     ;;
 mic5) fit mic300-mlpb .mic 300 $mlp ;;
 lego5) fit lego300-mlpb .lego 300 $mlp --val-split test ;;

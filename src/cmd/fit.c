@@ -55,9 +55,10 @@ static void vx__fit_usage(FILE *o) {
             "                       0..3 (default 3; lower: less view-dependent colour to learn)\n"
             "  --mlp-kernel K       CUDA: batched (default: tiled products over the step's\n"
             "                       samples) or per-ray (the network inside the ray kernel)\n"
-            "  --coarse R           a coarse level: the colour channels become their own values plus\n"
-            "                       a dense R^3 grid's trilinear interpolation (R at most half the\n"
-            "                       first stage's resolution), trained alongside (default 0: off)\n"
+            "  --coarse R1[,R2..]   coarse levels (up to %d): the colour channels become their own\n"
+            "                       values plus dense R^3 grids' trilinear interpolations, trained\n"
+            "                       alongside; a level takes steps from the first stage whose\n"
+            "                       resolution is at least 2R (default 0: off)\n"
             "  --lr-coarse A        Adam step size of the coarse level (default: --lr-sh's)\n"
             "  --val-every K        validation renders every K iterations, 0: only at the end\n"
             "                       (default 500; CUDA: 10000)\n"
@@ -94,7 +95,7 @@ static void vx__fit_usage(FILE *o) {
             "  --time-curve         held-out PSNR after 15, 30, 60, 120 and 300 s of training\n"
             "  --backend auto|cpu|cuda   where to train (default auto)\n"
             "  -h, --help           this text\n",
-            VX_FIT_MAX_STAGES);
+            VX_FIT_MAX_STAGES, VX_FIT_LEVELS);
 }
 
 static int vx__parse_res(const char *s, vx_fit_config *c) {
@@ -110,6 +111,23 @@ static int vx__parse_res(const char *s, vx_fit_config *c) {
         c->stages++;
     }
     if (!c->stages) return vx_error("--res: '%s' names no resolution", s);
+    return 0;
+}
+
+/* --coarse R1[,R2..]: the levels' resolutions (0 alone: none). */
+static int vx__parse_coarse(const char *s, int res[VX_FIT_LEVELS], int *n) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    char *save, *tok = strtok_r(buf, ",", &save);
+    *n = 0;
+    for (; tok; tok = strtok_r(NULL, ",", &save)) {
+        if (*n == VX_FIT_LEVELS) return vx_error("--coarse: at most %d levels", VX_FIT_LEVELS);
+        int r;
+        if (vx_parse_int("--coarse", tok, 0, 1024, &r)) return -1;
+        if (r) res[(*n)++] = r;
+        else if (strcmp(s, "0")) return vx_error("--coarse: '%s': 0 (off) stands alone", s);
+    }
+    if (!*n && strcmp(s, "0")) return vx_error("--coarse: '%s' names no resolution", s);
     return 0;
 }
 
@@ -175,7 +193,7 @@ int vx_cmd_fit(int argc, char **argv) {
     const char *dataset = NULL, *out = NULL, *val_split = NULL, *stage_ends = NULL;
     vx_fit_config cfg;
     vx_fit_config_default(&cfg);
-    int sh = 2, downscale = 1, has_bbox = 0, seed = 1, use_mlp = 0, mlp_layers = 2, coarse = 0;
+    int sh = 2, downscale = 1, has_bbox = 0, seed = 1, use_mlp = 0, mlp_layers = 2, coarse[VX_FIT_LEVELS], ncoarse = 0;
     double step = 0.5, lo[3], hi[3], dv;
     vx_backend_kind backend = VX_BACKEND_AUTO;
     vx_fit_storage storage = VX_FIT_WRITE_SPARSE_HALF;
@@ -214,7 +232,7 @@ int vx_cmd_fit(int argc, char **argv) {
             bad = vx_parse_int(a, argv[++i], 0, 3, &deg);
             if (!bad) cfg.hp.mlp_dir_terms = (deg + 1) * (deg + 1);
         }
-        else if (!strcmp(a, "--coarse")) bad = vx_parse_int(a, argv[++i], 0, 1024, &coarse);
+        else if (!strcmp(a, "--coarse")) bad = vx__parse_coarse(argv[++i], coarse, &ncoarse);
         else if (!strcmp(a, "--lr-coarse")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_coarse = (float)dv; }
         else if (!strcmp(a, "--lr-mlp")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_mlp = (float)dv; }
         else if (!strcmp(a, "--mlp-kernel")) {
@@ -331,15 +349,20 @@ int vx_cmd_fit(int argc, char **argv) {
     float white[3] = {1, 1, 1};
     if (vx_fit_model_init_cpu(&f, cfg.res[0], sh, lo, hi, (float)step, 0.0f, white, cfg.hp.init_sigma)) goto fail;
     if (use_mlp && vx_fit_model_use_mlp_cpu(&f, mlp_layers, (unsigned)cfg.seed)) goto fail;
-    if (coarse) { /* the first lattice is the coarsest: if the map holds there, it holds in every stage */
-        vx_fit_coarse_map cmap;
-        if (vx_fit_coarse_init_cpu(&f, coarse) || vx_fit_coarse_map_of(&f, &cmap)) {
+    for (int l = 0; l < ncoarse; l++) { /* each level takes steps from the first stage twice as fine */
+        int first = vx_fit_coarse_init_cpu(&f, coarse[l]) ? -2 : vx_fit_coarse_first_stage(&f, l, cfg.res, cfg.stages);
+        if (first == -1)
+            vx_error("--coarse %d: the level's voxel is never twice the fine one; the last stage's resolution "
+                     "must be at least %d", coarse[l], 2 * coarse[l]);
+        if (first < 0) {
             vx_fit_model_free(&f);
             goto fail;
         }
-        fprintf(stderr, "fit: coarse level %dx%dx%d x %d channels (Adam step %g)\n", f.cn[0], f.cn[1], f.cn[2], f.nc - 1,
-                cfg.hp.lr_coarse > 0 ? cfg.hp.lr_coarse : cfg.hp.lr_sh);
-    } else if (cfg.hp.lr_coarse > 0) {
+        const vx_fit_level *c = &f.lv[l];
+        fprintf(stderr, "fit: coarse level %dx%dx%d x %d channels from stage %d (Adam step %g)\n", c->n[0], c->n[1],
+                c->n[2], f.nc - 1, first + 1, cfg.hp.lr_coarse > 0 ? cfg.hp.lr_coarse : cfg.hp.lr_sh);
+    }
+    if (!ncoarse && cfg.hp.lr_coarse > 0) {
         fprintf(stderr, "voxray: fit: --lr-coarse has no effect without --coarse\n");
     }
     char vdir[4200];

@@ -291,34 +291,40 @@ static void test_tv_adam_prune_upsample(void **state) {
     }
 }
 
-/* The coarse level (--coarse): the per-brick restriction, then the fine and coarse Adam
- * steps and the prolongation, dense and bricked, every channel count fc_random_model draws. */
+/* The coarse levels (--coarse): the per-brick restriction, then the fine and coarse Adam
+ * steps and the prolongation, dense and bricked, every channel count and set of levels
+ * (active or not yet) fc_random_model draws. */
 static void test_coarse_level(void **state) {
     (void)state;
     for (int trial = 0; trial < 2 * g_trials; trial++) { /* dense, bricked; restriction version 1, then 2 */
         int version = 1 + (trial / 2) % 2;
         vx_fit_model f, h;
         fc_random_model(&f, trial % 2, uni);
-        size_t nv = nvox(&f), n = nv * f.nc, nco = (size_t)f.cn[0] * f.cn[1] * f.cn[2] * (size_t)(f.nc - 1);
+        size_t nv = nvox(&f), n = nv * f.nc;
         vx_fit_device *g;
         OK(vx_fit_model_upload_cuda(&g, &f, 16));
         OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, f.sh_degree, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
         if (f.mlp_layers) OK(vx_fit_model_use_mlp_cpu(&h, f.mlp_layers, 7));
-        memcpy(h.cn, f.cn, sizeof h.cn);
-        memcpy(h.coarse_lo, f.coarse_lo, sizeof h.coarse_lo);
-        memcpy(h.coarse_hi, f.coarse_hi, sizeof h.coarse_hi);
-        h.coarse_grad = calloc(nco, sizeof(float));
-        h.coarse_m = calloc(nco, sizeof(float));
-        h.coarse_v = calloc(nco, sizeof(float));
-        assert_true(h.coarse_grad && h.coarse_m && h.coarse_v);
+        for (int l = 0; l < f.nlevels; l++) { /* h's levels: f's lattices, to download into */
+            size_t nco = vx_fit_coarse_entries(&f, l);
+            vx_fit_level *c = &h.lv[l];
+            *c = f.lv[l];
+            c->grad = calloc(nco, sizeof(float));
+            c->m = calloc(nco, sizeof(float));
+            c->v = calloc(nco, sizeof(float));
+            assert_true(c->grad && c->m && c->v);
+            h.nlevels++;
+        }
         OK(vx_fit_coarse_restrict_cpu(&f));
         OK(vx_fit_set_coarse_version_cuda(g, version));
         OK(vx_fit_coarse_restrict_cuda(g));
         OK(vx_fit_model_download_cuda(g, &h));
-        compare(f.coarse_grad, h.coarse_grad, nco, 1e-5, 1e-6, "coarse gradient");
+        for (int l = 0; l < f.nlevels; l++)
+            compare(f.lv[l].grad, h.lv[l].grad, vx_fit_coarse_entries(&f, l), 1e-5, 1e-6, "coarse gradient");
         compare(f.grad, h.grad, n, 0, 0, "fine gradient left by the restriction");
         /* atomics order: the CPU continues from the GPU's sums (as test_tv_adam_prune_upsample) */
-        memcpy(f.coarse_grad, h.coarse_grad, nco * sizeof(float));
+        for (int l = 0; l < f.nlevels; l++)
+            memcpy(f.lv[l].grad, h.lv[l].grad, vx_fit_coarse_entries(&f, l) * sizeof(float));
         vx_fit_hparams hp;
         vx_fit_hparams_default(&hp);
         vx_fit_adam_step_cpu(&f, &hp, 0.5f, 0.02f);
@@ -327,9 +333,13 @@ static void test_coarse_level(void **state) {
         OK(vx_fit_coarse_apply_cuda(g, &hp, 0.03f));
         OK(vx_fit_model_download_cuda(g, &h));
         compare(f.data, h.data, n, 1e-5, 1e-6, "parameters after the fine and coarse steps");
-        compare(f.coarse_m, h.coarse_m, nco, 1e-5, 1e-9, "coarse first moments");
-        compare(f.coarse_v, h.coarse_v, nco, 1e-5, 1e-12, "coarse second moments");
-        compare(f.coarse_grad, h.coarse_grad, nco, 0, 0, "coarse gradient consumed");
+        for (int l = 0; l < f.nlevels; l++) {
+            size_t nco = vx_fit_coarse_entries(&f, l);
+            compare(f.lv[l].m, h.lv[l].m, nco, 1e-5, 1e-9, "coarse first moments");
+            compare(f.lv[l].v, h.lv[l].v, nco, 1e-5, 1e-12, "coarse second moments");
+            compare(f.lv[l].grad, h.lv[l].grad, nco, 0, 0, "coarse gradient consumed");
+            assert_true(f.lv[l].t0 == h.lv[l].t0);
+        }
         vx_fit_model_free_cuda(g);
         vx_fit_model_free(&f);
         vx_fit_model_free(&h);
