@@ -58,11 +58,11 @@ fit() { # NAME DATASET SECONDS ARGS...
     local rc=$?
     echo "-- $name: rc=$rc, $(( $(date +%s) - t0 )) s wall"
     if [ $rc -ne 0 ]; then tail -5 "$out/$name.fit.log"; return $rc; fi
-    # the renders of the views FIT.md looks at, as one tar a run (the device tool brings back
-    # 8 files, 2 folders down): the fit writes held-out view K as val/final_K.png, K the
-    # view's place in the log's per-view table
+    # the renders of the views FIT.md looks at (lego's lowest cameras r_96 and r_104 too), as
+    # one tar a run (the device tool brings back 8 files, 2 folders down): the fit writes
+    # held-out view K as val/final_K.png, K the view's place in the log's per-view table
     awk '$1 ~ /\.png$/ && $2 ~ /^[0-9.]+$/ { n = $1; sub(/.*\//, "", n); sub(/\.png$/, "", n);
-        if (n == "r_8" || n == "r_16" || n == "r_40" || n == "r_80") printf "%s %03d\n", n, k; k++ }' \
+        if (n == "r_8" || n == "r_16" || n == "r_40" || n == "r_80" || n == "r_96" || n == "r_104") printf "%s %03d\n", n, k; k++ }' \
         "$out/$name.fit.log" | while read -r view k; do
             [ -f "$out/$name/val/final_$k.png" ] && cp "$out/$name/val/final_$k.png" "$out/${name}_$view.png"
         done
