@@ -19,6 +19,8 @@
 #   rbg5       test_fit_gpu's sampled-ray tests (the random background and the mlp's density
 #              regularisers against the CPU on hardware), then lego mlp --coarse 64
 #              --mlp-dir-degree 1 --random-bg for 5 minutes against md1 (FIT.md session 20)
+#   md1b       lego md1 (mlp --coarse 64 --mlp-dir-degree 1, the best lego recipe) for 5 minutes,
+#              then `bench fit` on its scene (the copy bandwidth of the same run): for the H200
 #   pyr5       test_fit_gpu's coarse-level test (levels active and waiting), then lego mlp
 #              --coarse 64,128 --mlp-dir-degree 1 for 5 minutes against md1 (FIT.md session 21)
 #   variants   OUTDIR DATASET SECONDS NAME=ARGS...: one fit a variant (ARGS split on spaces,
@@ -30,7 +32,7 @@
 # after the step, so give each variant its own OUTDIR. Each fit adds its row (fit_summary.sh,
 # as fit_compare.sh writes them) to OUTDIR/summary.md.
 set -u
-step=${1:?usage: tools/fit_mlp_device.sh check|check-sh|level5|rbg5|pyr5|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
+step=${1:?usage: tools/fit_mlp_device.sh check|check-sh|level5|rbg5|md1b|pyr5|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
 out=${2:?usage: tools/fit_mlp_device.sh STEP OUTDIR [fit args]}
 shift 2
 BIN=${BIN:-.dev/bin}
@@ -112,6 +114,13 @@ rbg5)
     VX_FIT_GPU_QUICK=1 VX_TEST_FILTER='test_*sampled*' "$BIN/test_fit_gpu" > "$out/test_sampled.log" 2>&1 ||
         { tail -8 "$out/test_sampled.log"; echo "sampled-ray tests failed: nothing timed"; exit 1; }
     fit lego300-rbg .lego 300 $mlp --val-split test --coarse 64 --mlp-dir-degree 1 --random-bg
+    ;;
+md1b)
+    fit lego300-md1 .lego 300 $mlp --val-split test --coarse 64 --mlp-dir-degree 1 || exit 1
+    r=$(grep '^fit: *stage [0-9]' "$out/lego300-md1.fit.log" | tail -n 1 |
+        awk '{ split($4, n, "x"); m = n[1]; if (n[2] > m) m = n[2]; if (n[3] > m) m = n[3]; print int(m / 8) }')
+    echo "-- bench fit on the scene, --coarse $r"
+    "$VOXRAY" bench fit "$out/lego300-md1" .lego --coarse "$r" --steps 10 --batch 65536 2>&1 | tee "$out/bench_md1.log"
     ;;
 pyr5)
     VX_FIT_GPU_QUICK=1 VX_TEST_FILTER='test_coarse*' "$BIN/test_fit_gpu" > "$out/test_coarse.log" 2>&1 ||

@@ -73,6 +73,25 @@ static void make_bricked(vx_fit_model *f, int bricked) {
 /* Entries of f's per-voxel arrays (dense lattice or brick pool). */
 static size_t nvox(const vx_fit_model *f) { return vx_fit_storage_voxels(f); }
 
+/* h: a host model of f's lattice, box, decoder and coarse levels (zero, not started), for
+ * vx_fit_model_download_cuda to fill (every test that checks the device downloads into one). */
+static void host_twin(const vx_fit_model *f, vx_fit_model *h) {
+    OK(vx_fit_model_init_cpu(h, (int[3]){f->nx, f->ny, f->nz}, f->sh_degree, f->box_lo, f->box_hi, f->step,
+                             f->density_scale, f->bg, 0));
+    if (f->mlp_layers) OK(vx_fit_model_use_mlp_cpu(h, f->mlp_layers, 1));
+    for (int l = 0; l < f->nlevels; l++) {
+        size_t nco = vx_fit_coarse_entries(f, l);
+        vx_fit_level *c = &h->lv[l];
+        *c = f->lv[l];
+        c->t0 = -1;
+        c->grad = calloc(nco, sizeof(float));
+        c->m = calloc(nco, sizeof(float));
+        c->v = calloc(nco, sizeof(float));
+        assert_true(c->grad && c->m && c->v);
+        h->nlevels++;
+    }
+}
+
 /* A random model: res^3 (res 8..24), SH degree deg, densities partly negative. */
 static void random_model(vx_fit_model *f, int deg) {
     int r = 8 + (int)(urand() * 17);
@@ -206,8 +225,7 @@ static void test_rays_backward(void **state) {
         OK(vx_fit_rays_backward_cuda(g, &b, rg, &lg));
         compare_rays(rc, rg, (size_t)b.n * 3, f.mp.stop, "ray colours");
         assert_true(fabs(lc - lg) <= 1e-5 * lc + 1e-9);
-        memset(&h, 0, sizeof h);
-        OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, f.sh_degree, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
+        host_twin(&f, &h);
         OK(vx_fit_model_download_cuda(g, &h));
         size_t n = nvox(&f) * f.nc;
         assert_int_equal(nvox(&h), nvox(&f));
@@ -241,8 +259,7 @@ static void test_tv_adam_prune_upsample(void **state) {
         for (size_t i = 0; i < nv; i++) f.wmax[i] = (float)uni(0, 2e-3);
         vx_fit_device *g;
         OK(vx_fit_model_upload_cuda(&g, &f, 16));
-        memset(&h, 0, sizeof h);
-        OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, f.sh_degree, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
+        host_twin(&f, &h);
         /* TV: same subset (hash of seed and voxel), same gradient */
         uint64_t seed = (uint64_t)(urand() * 1e12);
         vx_fit_zero_grad_cpu(&f);
@@ -303,18 +320,7 @@ static void test_coarse_level(void **state) {
         size_t nv = nvox(&f), n = nv * f.nc;
         vx_fit_device *g;
         OK(vx_fit_model_upload_cuda(&g, &f, 16));
-        OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, f.sh_degree, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
-        if (f.mlp_layers) OK(vx_fit_model_use_mlp_cpu(&h, f.mlp_layers, 7));
-        for (int l = 0; l < f.nlevels; l++) { /* h's levels: f's lattices, to download into */
-            size_t nco = vx_fit_coarse_entries(&f, l);
-            vx_fit_level *c = &h.lv[l];
-            *c = f.lv[l];
-            c->grad = calloc(nco, sizeof(float));
-            c->m = calloc(nco, sizeof(float));
-            c->v = calloc(nco, sizeof(float));
-            assert_true(c->grad && c->m && c->v);
-            h.nlevels++;
-        }
+        host_twin(&f, &h);
         OK(vx_fit_coarse_restrict_cpu(&f));
         OK(vx_fit_set_coarse_version_cuda(g, version));
         OK(vx_fit_coarse_restrict_cuda(g));
@@ -486,8 +492,7 @@ static void test_sampled_rays(void **state) {
         OK(vx_fit_rays_sampled_cuda(g, n, seed, &lg));
         print_message("sampled rays: loss CPU %.8f GPU %.8f\n", lc, lg);
         assert_true(fabs(lc - lg) <= 1e-5 * lc + 1e-9);
-        memset(&h, 0, sizeof h);
-        OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, f.sh_degree, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
+        host_twin(&f, &h);
         OK(vx_fit_model_download_cuda(g, &h));
         size_t nv = nvox(&f);
         compare_most(f.grad, h.grad, nv * f.nc, 1e-4, 1e-8, 160, "gradient from device-drawn rays");
@@ -562,8 +567,7 @@ static void test_sampled_rays_map(void **state) {
         memset(acc_g, 0, (size_t)m.t.n * 2 * sizeof(float));
         OK(vx_fit_errmap_fetch_cuda(g, acc_g));
         for (int k = 0; k < 2 * m.t.n; k++) assert_true(acc_g[k] == 0.0f);
-        memset(&h, 0, sizeof h);
-        OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, f.sh_degree, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
+        host_twin(&f, &h);
         OK(vx_fit_model_download_cuda(g, &h));
         size_t nv = nvox(&f);
         compare_most(f.grad, h.grad, nv * f.nc, 1e-4, 1e-8, 160, "gradient from error-map rays");
@@ -618,8 +622,7 @@ static void test_training_steps(void **state) {
         vx_fit_hparams hp;
         vx_fit_hparams_default(&hp);
         vx_fit_device *g = NULL;
-        memset(&h, 0, sizeof h);
-        OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, f.sh_degree, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
+        host_twin(&f, &h);
         size_t n = nvox(&f) * f.nc;
         for (int it = 0; it < 5; it++) {
             /* every step starts the GPU from the CPU's state (parameters, both Adam moments, the
@@ -718,9 +721,7 @@ static void test_mlp_step(void **state) {
         compare_rays(rc, rg, (size_t)b.n * 3, f.mp.stop, "mlp ray colours");
         print_message("loss CPU %.9g GPU %.9g\n", lc, lg);
         assert_true(fabs(lc - lg) <= 1e-5 * lc + 1e-9);
-        memset(&h, 0, sizeof h);
-        OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, 0, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
-        OK(vx_fit_model_use_mlp_cpu(&h, layers, 1));
+        host_twin(&f, &h);
         OK(vx_fit_model_download_cuda(g, &h));
         size_t n = nvox(&f) * f.nc;
         /* a hidden unit within rounding of relu's kink can switch on one side only: one
@@ -797,9 +798,7 @@ static void test_mlp_sampled_rays(void **state) {
                       kernel == 1 ? "per-ray" : "batched", layers, t.jitter ? "on" : "off", t.random_bg ? "on" : "off",
                       f.reg_sparsity > 0 ? "on" : "off", lc, lg);
         assert_true(fabs(lc - lg) <= 1e-5 * lc + 1e-9);
-        memset(&h, 0, sizeof h);
-        OK(vx_fit_model_init_cpu(&h, (int[3]){f.nx, f.ny, f.nz}, 0, f.box_lo, f.box_hi, f.step, f.density_scale, f.bg, 0));
-        OK(vx_fit_model_use_mlp_cpu(&h, layers, 1));
+        host_twin(&f, &h);
         OK(vx_fit_model_download_cuda(g, &h));
         compare_most(f.grad, h.grad, nvox(&f) * f.nc, 1e-4, 1e-8, 160, "mlp gradient from device-drawn rays");
         compare_most(f.mlp_grad, h.mlp_grad, (size_t)vx_mlp_weight_count(layers), 1e-4, 1e-8, 2 * VX_MLP_WIDTH,
