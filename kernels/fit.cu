@@ -1,6 +1,7 @@
-/* fit.cu - the CUDA twin of fit_cpu.c for `voxray fit`: the ray backward scattering into
- * the grid gradient with atomics; Adam, TV, occupancy and prune over the list of alive
- * voxels; resample (upsample and crop) one thread per new voxel.
+/* fit.cu - the CUDA twin of fit_cpu.c for `voxray fit`: the device model's life, the ray
+ * backward scattering into the grid gradient with atomics; Adam, TV and occupancy over the
+ * list of alive voxels (pruning and resampling: fit_grid.cu; the coarse levels:
+ * fit_levels.cu).
  * tests/gpu/test_fit_gpu.c checks every step against the vx_fit_*_cpu reference.
  *
  * Ray kernel version 1 runs vx_march + vx_fit_march_backward (fit_march.h) per thread:
@@ -15,71 +16,12 @@
 #include <cub/cub.cuh>
 #include <thrust/iterator/counting_iterator.h>
 
-#include "common.cuh"
-#include "fit.h"
-#include "fit_march.h"
+#include "fit_coarse.h"
+#include "fit_device.cuh"
 #include "fit_rays.cuh"
 #include "fit_mlp.cuh"
 #include "fit_mlp_batch.cuh"
-#include "fit_coarse.cuh"
 #include "mlp.h"
-#include "cuda_device.h"
-#include "cuda_fit.h"
-
-struct vx_fit_device {
-    vx_fit_model m;             /* metadata only: lattice, box, mp, t (host arrays NULL) */
-    float *d_data, *d_grad, *d_m, *d_v, *d_wmax;
-    unsigned char *d_alive, *d_occ;
-    int32_t *d_table, *d_bxyz;  /* bricked storage (m.nslots > 0): the brick table and coordinates */
-    size_t occ_count;
-    unsigned *d_active;         /* indices of the alive voxels, ascending */
-    size_t n_active;
-    int max_batch;
-    float *d_origin, *d_dir, *d_target, *d_rgb, *d_loss;
-    float *h_loss;
-    double *d_sum;              /* loss / TV term accumulators */
-    unsigned long long *d_count;
-    int *d_num;                 /* the compaction's selected count */
-    float *d_images;            /* training photos (views x h x w x 3) for version 2 */
-    float *d_alpha;             /* their coverage (views x h x w; NULL: opaque photos) */
-    float *d_bg;                /* a host batch's per-ray backgrounds (--random-bg) */
-    int random_bg;              /* device-drawn rays against random backgrounds (--random-bg) */
-    vx_camera *d_cams;
-    int views, vw, vh;
-    vx_fit_tiles tiles;         /* error map (--error-map): layout, n_map, device CDF (n_map 0: off) */
-    int tiles_batch;            /* the batch size n_map was chosen for */
-    int jitter;                 /* device-drawn rays through a random point of their pixel */
-    float *d_cdf, *d_eacc;      /* its CDF and per-tile error sums and counts */
-    float *d_render;            /* validation frame */
-    size_t render_cap;
-    int version;                /* ray kernel: 1 or 2 */
-    int coarse_version;         /* the coarse level's restriction kernel: 1 or 2 */
-    float *d_mlp, *d_mlp_grad, *d_mlp_m, *d_mlp_v; /* the mlp decoder's weights, dL/dweights, moments */
-    vx_fit_mlp_record *d_rec;   /* its per-sample records (fit_mlp.cuh) */
-    unsigned long long rec_cap, *d_rec_count; /* records held; reserved, written */
-    int *d_defer[2];            /* rays put off to the next pass (ping-pong), their count */
-    unsigned *d_ndefer;
-    int mlp_kernel;             /* 1: the network in the ray kernel (fit_mlp.cuh), 2: batched */
-    vx_fit_mlp_batch mb;        /* the batched step's per-sample arrays (fit_mlp_batch.cuh) */
-    unsigned long long mb_cap;  /* their capacity in samples (0: not allocated yet) */
-    int mb_blocks[2][2];        /* persistent blocks of the [forward, backward][layers - 1] kernels */
-    int profile;
-    double prof_ms[VX_FIT_PROF_N];
-    double prof_mlpb[5], prof_samples; /* profiling: the batched mlp step's kernels, samples */
-    float *d_lv[VX_FIT_LEVELS][3]; /* the coarse levels (m.nlevels): gradient (then step), moments */
-};
-
-static size_t vx__nv(const vx_fit_model *m) { return vx_fit_storage_voxels(m); }
-static size_t vx__entries(const vx_fit_model *m) { return (size_t)m->bn[0] * m->bn[1] * m->bn[2]; }
-
-/* The voxel addressing of the device model (device pointers). */
-static vx_fit_index vx__index(const vx_fit_device *g) {
-    vx_fit_index L;
-    vx_fit_index_of(&g->m, &L);
-    L.table = g->m.nslots ? g->d_table : NULL;
-    L.bxyz = g->m.nslots ? g->d_bxyz : NULL;
-    return L;
-}
 
 /* ---- kernels -------------------------------------------------------------------------------- */
 
@@ -174,78 +116,9 @@ __global__ void vx_fit_occ_kernel(const float *__restrict__ data, const unsigned
             for (int cx = x0; cx <= x1; cx++) occ[((size_t)cz * oy + cy) * ox + cx] = 1;
 }
 
-__global__ void vx_fit_prune_kernel(float *data, float *mom, float *var, unsigned char *alive,
-                                    const float *__restrict__ wmax, const unsigned *__restrict__ active,
-                                    size_t n_active, int nc, float thresh, unsigned long long *count) {
-    size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (k >= n_active) return;
-    size_t iv = active[k];
-    if (wmax[iv] < thresh) {
-        alive[iv] = 0;
-        for (int c = 0; c < nc; c++) data[iv * nc + c] = mom[iv * nc + c] = var[iv * nc + c] = 0.0f;
-        atomicAdd(count, 1ull);
-    }
-}
-
-/* The alive mask in lattice order (vx_fit_alive_mask_cpu): one thread per alive voxel. */
-__global__ void vx_fit_mask_kernel(const unsigned *__restrict__ active, size_t n_active, vx_fit_index L,
-                                   unsigned char *mask) {
-    size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (k >= n_active) return;
-    int x, y, z;
-    if (vx_fit_xyz(&L, active[k], &x, &y, &z)) return;
-    mask[((size_t)z * L.ny + y) * L.nx + x] = 1;
-}
-
-/* Flag the bricks of the new lattice (n) that hold an alive voxel: one thread per new
- * lattice point (vx__alloc_live_bricks of fit_cpu.c). */
-__global__ void vx_fit_live_bricks_kernel(vx_fit_index Lo, const unsigned char *__restrict__ oalive, int nx, int ny,
-                                          int nz, int bnx, int bny, vx_fit_affine map, unsigned char *live) {
-    size_t iv = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (iv >= (size_t)nx * ny * nz) return;
-    int x = (int)(iv % nx), y = (int)((iv / nx) % ny), z = (int)(iv / ((size_t)nx * ny));
-    size_t k = ((size_t)(z >> VX_BRICK_LOG2) * bny + (y >> VX_BRICK_LOG2)) * bnx + (x >> VX_BRICK_LOG2);
-    if (!live[k] && vx_fit_resample_alive(&Lo, oalive, vx_fit_resample_point(map.a, map.b, x, y, z))) live[k] = 1;
-}
-
-/* One thread per entry of the new storage: lattice points take the trilinear value of the
- * old model and its alive rule; other entries (the null brick, points past the lattice)
- * stay zero and dead. */
-__global__ void vx_fit_resample_kernel(const float *__restrict__ odata, const unsigned char *__restrict__ oalive,
-                                       vx_fit_index Lo, float *data, unsigned char *alive, vx_fit_index Ln, size_t nv,
-                                       int nc, vx_fit_affine map) {
-    size_t iv = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (iv >= nv) return;
-    int x, y, z;
-    float *out = data + iv * nc;
-    unsigned char a = 0;
-    if (!vx_fit_xyz(&Ln, iv, &x, &y, &z)) {
-        vx_vec3 p = vx_fit_resample_point(map.a, map.b, x, y, z);
-        a = (unsigned char)vx_fit_resample_alive(&Lo, oalive, p);
-        if (a) vx_fit_fetch(&Lo, odata, nc, p, out);
-    }
-    alive[iv] = a;
-    if (!a)
-        for (int c = 0; c < nc; c++) out[c] = 0.0f;
-}
-
 /* ---- host side ------------------------------------------------------------------------------- */
 
-/* Profiling waits for the device around a step (checked: a fault shows at the step). */
-static int vx__prof_start(vx_fit_device *g, double *t0) {
-    if (!g->profile) return 0;
-    if (vx_cuda_sync()) return -1;
-    *t0 = vx_now();
-    return 0;
-}
-static int vx__prof_stop(vx_fit_device *g, int k, double t0) {
-    if (!g->profile) return 0;
-    if (vx_cuda_sync()) return -1;
-    g->prof_ms[k] += 1e3 * (vx_now() - t0);
-    return 0;
-}
-
-static void vx__free_grid(vx_fit_device *g) {
+void vx_fitd_free_grid(vx_fit_device *g) {
     vx_cuda_free(g->d_data); vx_cuda_free(g->d_grad); vx_cuda_free(g->d_m); vx_cuda_free(g->d_v);
     vx_cuda_free(g->d_wmax); vx_cuda_free(g->d_alive); vx_cuda_free(g->d_occ); vx_cuda_free(g->d_active);
     vx_cuda_free(g->d_table); vx_cuda_free(g->d_bxyz);
@@ -258,10 +131,10 @@ static void vx__free_grid(vx_fit_device *g) {
 
 /* Device arrays for g->m's storage (g->m.nslots > 0: bricked, with table and bxyz, whose
  * contents the caller uploads). */
-static int vx__alloc_grid(vx_fit_device *g) {
-    size_t nv = vx__nv(&g->m), n = nv * g->m.nc;
+int vx_fitd_alloc_grid(vx_fit_device *g) {
+    size_t nv = vx_fitd_nv(&g->m), n = nv * g->m.nc;
     if (nv > 0xffffffffull) return vx_error("fit: %zu voxels exceed the 32-bit voxel list", nv);
-    if (g->m.nslots && (vx_cuda_alloc((void **)&g->d_table, vx__entries(&g->m) * sizeof(int32_t), "fit brick table") ||
+    if (g->m.nslots && (vx_cuda_alloc((void **)&g->d_table, vx_fitd_entries(&g->m) * sizeof(int32_t), "fit brick table") ||
                         vx_cuda_alloc((void **)&g->d_bxyz, 3 * g->m.nslots * sizeof(int32_t), "fit brick coordinates")))
         return -1;
     /* + VX_FIT_PAD zeros: the degree 1 and 3 ray kernels read and scatter whole aligned
@@ -282,8 +155,8 @@ static int vx__alloc_grid(vx_fit_device *g) {
 }
 
 /* Rebuild the ascending list of alive voxels (CUB's stream compaction). */
-static int vx__compact(vx_fit_device *g) {
-    size_t nv = vx__nv(&g->m), bytes = 0;
+int vx_fitd_compact(vx_fit_device *g) {
+    size_t nv = vx_fitd_nv(&g->m), bytes = 0;
     if (nv > 0x7fffffffull) return vx_error("fit: %zu voxels exceed the compaction's int range", nv);
     thrust::counting_iterator<unsigned> first(0u);
     int *d_num = g->d_num;
@@ -302,7 +175,7 @@ static int vx__compact(vx_fit_device *g) {
 
 extern "C" void vx_fit_model_free_cuda(vx_fit_device *g) {
     if (!g) return;
-    vx__free_grid(g);
+    vx_fitd_free_grid(g);
     vx_cuda_free(g->d_origin); vx_cuda_free(g->d_dir); vx_cuda_free(g->d_target); vx_cuda_free(g->d_rgb);
     vx_cuda_free(g->d_loss); vx_cuda_free(g->d_count); vx_cuda_free(g->d_sum); vx_cuda_free(g->d_num);
     vx_cuda_free(g->d_images); vx_cuda_free(g->d_cams); vx_cuda_free(g->d_render);
@@ -320,16 +193,16 @@ extern "C" void vx_fit_model_free_cuda(vx_fit_device *g) {
 }
 
 static int vx__create(vx_fit_device *g, const vx_fit_model *f, int max_batch) {
-    size_t nv = vx__nv(f), n = nv * f->nc, nb = (size_t)max_batch;
+    size_t nv = vx_fitd_nv(f), n = nv * f->nc, nb = (size_t)max_batch;
     if (vx_cuda_alloc((void **)&g->d_count, sizeof(unsigned long long), "fit counter") ||
         vx_cuda_alloc((void **)&g->d_sum, 2 * sizeof(double), "fit sums") ||
-        vx_cuda_alloc((void **)&g->d_num, sizeof(int), "fit compaction count") || vx__alloc_grid(g) ||
+        vx_cuda_alloc((void **)&g->d_num, sizeof(int), "fit compaction count") || vx_fitd_alloc_grid(g) ||
         vx_cuda_upload(g->d_data, f->data, n * sizeof(float)) ||
         vx_cuda_upload(g->d_m, f->adam_m, n * sizeof(float)) ||
         vx_cuda_upload(g->d_v, f->adam_v, n * sizeof(float)) ||
         vx_cuda_upload(g->d_grad, f->grad, n * sizeof(float)) ||
         vx_cuda_upload(g->d_wmax, f->wmax, nv * sizeof(float)) || vx_cuda_upload(g->d_alive, f->alive, nv) ||
-        (f->nslots && (vx_cuda_upload(g->d_table, f->table, vx__entries(f) * sizeof(int32_t)) ||
+        (f->nslots && (vx_cuda_upload(g->d_table, f->table, vx_fitd_entries(f) * sizeof(int32_t)) ||
                        vx_cuda_upload(g->d_bxyz, f->bxyz, 3 * f->nslots * sizeof(int32_t)))) ||
         vx_cuda_alloc((void **)&g->d_origin, nb * 3 * sizeof(float), "fit ray origins") ||
         vx_cuda_alloc((void **)&g->d_dir, nb * 3 * sizeof(float), "fit ray directions") ||
@@ -366,7 +239,7 @@ static int vx__create(vx_fit_device *g, const vx_fit_model *f, int max_batch) {
             vx_cuda_alloc((void **)&d[2], nb, "fit coarse moments") || vx_cuda_upload(d[2], c->v, nb))
             return -1;
     }
-    return vx__compact(g);
+    return vx_fitd_compact(g);
 }
 
 extern "C" int vx_fit_model_upload_cuda(vx_fit_device **out, const vx_fit_model *f, int max_batch) {
@@ -443,11 +316,11 @@ static int vx__download(const vx_fit_device *g, vx_fit_model *f, int all) {
     } else if (vx_fit_update_params(f, f->mp.stop)) {
         return -1;
     }
-    if (f->nslots && (vx_cuda_download(f->table, g->d_table, vx__entries(f) * sizeof(int32_t)) ||
+    if (f->nslots && (vx_cuda_download(f->table, g->d_table, vx_fitd_entries(f) * sizeof(int32_t)) ||
                       vx_cuda_download(f->bxyz, g->d_bxyz, 3 * f->nslots * sizeof(int32_t)) ||
                       vx_fit_view_update(f)))
         return -1;
-    size_t nv = vx__nv(f), n = nv * f->nc;
+    size_t nv = vx_fitd_nv(f), n = nv * f->nc;
     if (!all && f->grad) { /* a parameters-only copy (to write or render): drop what it never uses */
         free(f->grad); free(f->adam_m); free(f->adam_v); free(f->wmax);
         f->grad = f->adam_m = f->adam_v = f->wmax = NULL;
@@ -485,7 +358,7 @@ extern "C" int vx_fit_model_download_cuda(const vx_fit_device *g, vx_fit_model *
 extern "C" int vx_fit_params_download_cuda(const vx_fit_device *g, vx_fit_model *f) { return vx__download(g, f, 0); }
 
 extern "C" int vx_fit_zero_grad_cuda(vx_fit_device *g) {
-    return vx_cuda_zero(g->d_grad, vx__nv(&g->m) * g->m.nc * sizeof(float)) ||
+    return vx_cuda_zero(g->d_grad, vx_fitd_nv(&g->m) * g->m.nc * sizeof(float)) ||
                    (g->m.mlp_layers &&
                     vx_cuda_zero(g->d_mlp_grad, (size_t)vx_mlp_weight_count(g->m.mlp_layers) * sizeof(float)))
                ? -1
@@ -568,7 +441,7 @@ static int vx__rays_mlp(vx_fit_device *g, const vx_fit_ray_src *src, int n, floa
     int bs = 128, L = g->m.mlp_layers, m = n;
     const unsigned char *occ = g->m.mp.occ_b ? g->d_occ : NULL;
     float *wmax = g->m.track_wmax ? g->d_wmax : NULL;
-    vx_fit_index ix = vx__index(g);
+    vx_fit_index ix = vx_fitd_index(g);
     if (!g->d_rec && vx_cuda_alloc((void **)&g->d_rec, g->rec_cap * sizeof(vx_fit_mlp_record), "fit mlp records"))
         return -1;
     if (vx_cuda_zero(g->d_sum, sizeof(double)) || vx__mlp_bind(g)) return -1;
@@ -651,7 +524,7 @@ static int vx__rays_mlp_batched(vx_fit_device *g, const vx_fit_ray_src *src, int
     int L = g->m.mlp_layers, m = n;
     const unsigned char *occ = g->m.mp.occ_b ? g->d_occ : NULL;
     float *wmax = g->m.track_wmax ? g->d_wmax : NULL;
-    vx_fit_index ix = vx__index(g);
+    vx_fit_index ix = vx_fitd_index(g);
     if (vx__mlpb_alloc(g) || vx_cuda_zero(g->d_sum, sizeof(double))) return -1;
     float scale = 1.0f / (3.0f * (float)n);
     const int *list = NULL;
@@ -730,7 +603,7 @@ static int vx__rays_v2(vx_fit_device *g, const vx_fit_ray_src *src, int n, float
     float scale = 1.0f / (3.0f * (float)n);
     const unsigned char *occ = g->m.mp.occ_b ? g->d_occ : NULL;
     float *wmax = g->m.track_wmax ? g->d_wmax : NULL;
-    vx_fit_index L = vx__index(g);
+    vx_fit_index L = vx_fitd_index(g);
     vx_fit_reg reg = vx__reg(g, n);
     float pw = g->m.reg_rgbper / (float)n;
     int on = vx_fit_reg_mode(&reg, pw);
@@ -760,7 +633,7 @@ static int vx__rays_v2(vx_fit_device *g, const vx_fit_ray_src *src, int n, float
 extern "C" int vx_fit_rays_backward_cuda(vx_fit_device *g, const vx_fit_batch *b, float *out_rgb, double *loss) {
     if (b->n > g->max_batch) return vx_error("fit: batch of %d rays exceeds the CUDA buffers (%d)", b->n, g->max_batch);
     double t0 = 0.0;
-    if (vx__prof_start(g, &t0)) return -1;
+    if (vx_fitd_prof_start(g, &t0)) return -1;
     size_t bytes = (size_t)b->n * 3 * sizeof(float);
     if (vx_cuda_upload(g->d_origin, b->origin, bytes) || vx_cuda_upload(g->d_dir, b->dir, bytes) ||
         vx_cuda_upload(g->d_target, b->target, bytes))
@@ -778,7 +651,7 @@ extern "C" int vx_fit_rays_backward_cuda(vx_fit_device *g, const vx_fit_batch *b
     } else {
         int bs = 128;
         vx_fit_rays_backward_kernel<<<vx_ceil_div((size_t)b->n, bs), bs>>>(
-            g->m.mp, vx__index(g), g->d_data, g->m.mp.occ_b ? g->d_occ : NULL, g->d_origin, g->d_dir, g->d_target, b->n,
+            g->m.mp, vx_fitd_index(g), g->d_data, g->m.mp.occ_b ? g->d_occ : NULL, g->d_origin, g->d_dir, g->d_target, b->n,
             1.0f / (3.0f * (float)b->n), vx__reg(g, b->n), g->d_grad, g->m.track_wmax ? g->d_wmax : NULL, g->d_rgb,
             g->d_loss);
         VX_LAUNCH_CHECK("vx_fit_rays_backward_kernel");
@@ -788,14 +661,14 @@ extern "C" int vx_fit_rays_backward_cuda(vx_fit_device *g, const vx_fit_batch *b
         *loss = s;
     }
     if (out_rgb && vx_cuda_download(out_rgb, g->d_rgb, bytes)) return -1;
-    return vx__prof_stop(g, VX_FIT_PROF_RAYS, t0);
+    return vx_fitd_prof_stop(g, VX_FIT_PROF_RAYS, t0);
 }
 
 extern "C" int vx_fit_rays_sampled_cuda(vx_fit_device *g, int n, uint64_t seed, double *loss) {
     if (!g->d_images) return vx_error("fit: no training views on the device (vx_fit_views_upload_cuda)");
     if (n < 1 || n > (1 << 26)) return vx_error("fit: batch of %d rays is outside 1..%d", n, 1 << 26);
     double t0 = 0.0;
-    if (vx__prof_start(g, &t0)) return -1;
+    if (vx_fitd_prof_start(g, &t0)) return -1;
     vx_fit_ray_src src;
     memset(&src, 0, sizeof src);
     src.images = g->d_images; src.cams = g->d_cams; src.alpha = g->d_alpha;
@@ -815,7 +688,7 @@ extern "C" int vx_fit_rays_sampled_cuda(vx_fit_device *g, int n, uint64_t seed, 
         vx_fit_errmap_add_kernel<<<vx_ceil_div((size_t)n, bs), bs>>>(src.tiles, seed, n, g->d_loss, g->d_eacc);
         VX_LAUNCH_CHECK("vx_fit_errmap_add_kernel");
     }
-    return vx__prof_stop(g, VX_FIT_PROF_RAYS, t0);
+    return vx_fitd_prof_stop(g, VX_FIT_PROF_RAYS, t0);
 }
 
 extern "C" int vx_fit_errmap_upload_cuda(vx_fit_device *g, const vx_fit_tiles *t, int batch) {
@@ -865,7 +738,7 @@ extern "C" int vx_fit_render_view_cuda(vx_fit_device *g, const vx_camera *c, flo
         g->render_cap = n;
     }
     dim3 bs(16, 8), grid(vx_ceil_div((size_t)c->width, 16), vx_ceil_div((size_t)c->height, 8));
-    vx_fit_index L = vx__index(g);
+    vx_fit_index L = vx_fitd_index(g);
     const unsigned char *occ = g->m.mp.occ_b ? g->d_occ : NULL;
     if (g->m.mlp_layers) {
         if (vx__mlp_bind(g)) return -1;
@@ -889,16 +762,16 @@ extern "C" int vx_fit_tv_backward_cuda(vx_fit_device *g, float w_sigma, float w_
                                        float eps, double *term) {
     if (!g->n_active) { if (term) *term = 0.0; return 0; }
     double t0 = 0.0;
-    if (vx__prof_start(g, &t0)) return -1;
+    if (vx_fitd_prof_start(g, &t0)) return -1;
     double *d_term = term ? g->d_sum + 1 : NULL;
     if (d_term && vx_cuda_zero(d_term, sizeof(double))) return -1;
     int bs = 256;
-    vx_fit_tv_kernel<<<vx_ceil_div(g->n_active, bs), bs>>>(g->d_data, g->d_grad, g->d_active, g->n_active, vx__index(g),
+    vx_fit_tv_kernel<<<vx_ceil_div(g->n_active, bs), bs>>>(g->d_data, g->d_grad, g->d_active, g->n_active, vx_fitd_index(g),
                                                             g->m.nc, w_sigma, w_sh, fraction, seed,
                                                             eps, d_term);
     VX_LAUNCH_CHECK("vx_fit_tv_kernel");
     if (term && vx_cuda_download(term, d_term, sizeof(double))) return -1;
-    return vx__prof_stop(g, VX_FIT_PROF_TV, t0);
+    return vx_fitd_prof_stop(g, VX_FIT_PROF_TV, t0);
 }
 
 extern "C" int vx_fit_adam_step_cuda(vx_fit_device *g, const vx_fit_hparams *h, float lr_sigma, float lr_sh) {
@@ -907,7 +780,7 @@ extern "C" int vx_fit_adam_step_cuda(vx_fit_device *g, const vx_fit_hparams *h, 
     if (!g->n_active) return 0;
     int gw = g->m.nc % 4 == 0 ? 4 : 1, ng = g->m.nc / gw;
     double t0 = 0.0;
-    if (vx__prof_start(g, &t0)) return -1;
+    if (vx_fitd_prof_start(g, &t0)) return -1;
     /* launches of at most 2^31 work items keep the kernel's index 32-bit */
     size_t chunk = ((size_t)1 << 31) / (size_t)ng;
     for (size_t k0 = 0; k0 < g->n_active; k0 += chunk) {
@@ -918,7 +791,7 @@ extern "C" int vx_fit_adam_step_cuda(vx_fit_device *g, const vx_fit_hparams *h, 
                                                        h->eps, bc1, bc2, h->lazy);
         VX_LAUNCH_CHECK("vx_fit_adam_kernel");
     }
-    return vx__prof_stop(g, VX_FIT_PROF_ADAM, t0);
+    return vx_fitd_prof_stop(g, VX_FIT_PROF_ADAM, t0);
 }
 
 extern "C" int vx_fit_adam_step_mlp_cuda(vx_fit_device *g, const vx_fit_hparams *h, float lr) {
@@ -932,70 +805,12 @@ extern "C" int vx_fit_adam_step_mlp_cuda(vx_fit_device *g, const vx_fit_hparams 
     return 0;
 }
 
-extern "C" int vx_fit_coarse_restrict_cuda(vx_fit_device *g) {
-    if (!g->m.nlevels || !g->n_active) return 0;
-    int tiles[3] = {(g->m.nx + VX_BRICK - 1) / VX_BRICK, (g->m.ny + VX_BRICK - 1) / VX_BRICK,
-                    (g->m.nz + VX_BRICK - 1) / VX_BRICK};
-    size_t blocks = g->m.nslots ? g->m.nslots - 1 : (size_t)tiles[0] * tiles[1] * tiles[2];
-    if (!blocks) return 0;
-    if (blocks > 0x7fffffffull) return vx_error("fit: %zu bricks exceed one launch", blocks);
-    double t0 = 0.0;
-    if (vx__prof_start(g, &t0)) return -1;
-    for (int l = 0; l < g->m.nlevels; l++) {
-        if (!vx_fit_coarse_active(&g->m, l)) continue; /* its voxel not yet twice the fine one */
-        vx_fit_coarse_map cm;
-        if (vx_fit_coarse_map_of(&g->m, l, &cm)) return -1;
-        if (g->coarse_version == 2) {
-            vx_fit_coarse_restrict2_kernel<<<(unsigned)blocks, 512>>>(g->d_grad, g->d_alive, vx__index(g), g->m.nc,
-                                                                      cm, tiles[0], tiles[1], g->d_lv[l][0]);
-            VX_LAUNCH_CHECK("vx_fit_coarse_restrict2_kernel");
-        } else {
-            vx_fit_coarse_restrict_kernel<<<(unsigned)blocks, 512>>>(g->d_grad, g->d_alive, vx__index(g), g->m.nc,
-                                                                     cm, tiles[0], tiles[1], g->d_lv[l][0]);
-            VX_LAUNCH_CHECK("vx_fit_coarse_restrict_kernel");
-        }
-    }
-    return vx__prof_stop(g, VX_FIT_PROF_LEVEL, t0);
-}
-
-extern "C" int vx_fit_coarse_apply_cuda(vx_fit_device *g, const vx_fit_hparams *h, float lr) {
-    vx_fit_coarse_steps S;
-    memset(&S, 0, sizeof S);
-    int act[VX_FIT_LEVELS];
-    double t0 = 0.0;
-    for (int l = 0; l < g->m.nlevels; l++) {
-        if (!vx_fit_coarse_active(&g->m, l)) continue;
-        if (!S.n && vx__prof_start(g, &t0)) return -1;
-        if (vx_fit_coarse_map_of(&g->m, l, &S.m[S.n])) return -1;
-        float bc1, bc2;
-        vx_fit_coarse_bias(&g->m, l, h->beta1, h->beta2, &bc1, &bc2);
-        size_t n = vx_fit_coarse_entries(&g->m, l);
-        vx_fit_coarse_adam_kernel<<<vx_ceil_div(n, 256), 256>>>(g->d_lv[l][0], g->d_lv[l][1], g->d_lv[l][2], n, lr,
-                                                                  h->beta1, h->beta2, h->eps, bc1, bc2);
-        VX_LAUNCH_CHECK("vx_fit_coarse_adam_kernel");
-        S.step[S.n] = g->d_lv[l][0];
-        act[S.n++] = l;
-    }
-    if (!S.n) return 0;
-    int gw = g->m.nc % 4 == 0 ? 4 : 1, ng = g->m.nc / gw;
-    size_t chunk = ((size_t)1 << 31) / (size_t)ng; /* as the Adam step: 32-bit work indices */
-    for (size_t k0 = 0; k0 < g->n_active; k0 += chunk) {
-        size_t nk = g->n_active - k0 < chunk ? g->n_active - k0 : chunk, nt = nk * (size_t)ng;
-        vx_fit_coarse_prolong_kernel<<<vx_ceil_div(nt, 256), 256>>>(g->d_data, g->d_active + k0, (unsigned)nt, ng, gw,
-                                                                    vx__index(g), S);
-        VX_LAUNCH_CHECK("vx_fit_coarse_prolong_kernel");
-    }
-    for (int i = 0; i < S.n; i++)
-        if (vx_cuda_zero(g->d_lv[act[i]][0], vx_fit_coarse_entries(&g->m, act[i]) * sizeof(float))) return -1;
-    return vx__prof_stop(g, VX_FIT_PROF_LEVEL, t0);
-}
-
 extern "C" int vx_fit_occupancy_build_cuda(vx_fit_device *g, int cell) {
     vx_march_params *mp = &g->m.mp;
     int n[3] = {g->m.nx, g->m.ny, g->m.nz};
     if (cell < 1) return vx_error("fit: occupancy cell %d must be >= 1", cell);
     double t0 = 0.0;
-    if (vx__prof_start(g, &t0)) return -1;
+    if (vx_fitd_prof_start(g, &t0)) return -1;
     for (int a = 0; a < 3; a++) mp->occ_n[a] = n[a] > 1 ? (n[a] - 1) / cell + 1 : 1;
     size_t count = (size_t)mp->occ_n[0] * mp->occ_n[1] * mp->occ_n[2];
     if (count != g->occ_count) {
@@ -1009,12 +824,12 @@ extern "C" int vx_fit_occupancy_build_cuda(vx_fit_device *g, int cell) {
     if (vx_cuda_zero(g->d_occ, count)) return -1;
     if (g->n_active) {
         int bs = 256;
-        vx_fit_occ_kernel<<<vx_ceil_div(g->n_active, bs), bs>>>(g->d_data, g->d_active, g->n_active, vx__index(g),
+        vx_fit_occ_kernel<<<vx_ceil_div(g->n_active, bs), bs>>>(g->d_data, g->d_active, g->n_active, vx_fitd_index(g),
                                                                  g->m.nc, cell, mp->occ_n[0], mp->occ_n[1],
                                                                  mp->occ_n[2], g->d_occ);
         VX_LAUNCH_CHECK("vx_fit_occ_kernel");
     }
-    return vx__prof_stop(g, VX_FIT_PROF_OCC, t0);
+    return vx_fitd_prof_stop(g, VX_FIT_PROF_OCC, t0);
 }
 
 extern "C" int vx_fit_occupancy_download_cuda(const vx_fit_device *g, unsigned char *occ, size_t count) {
@@ -1023,120 +838,3 @@ extern "C" int vx_fit_occupancy_download_cuda(const vx_fit_device *g, unsigned c
     return vx_cuda_download(occ, g->d_occ, count);
 }
 
-extern "C" int vx_fit_prune_cuda(vx_fit_device *g, float thresh, size_t *pruned) {
-    size_t nv = vx__nv(&g->m);
-    unsigned long long count = 0;
-    if (thresh > 0.0f && g->n_active) {
-        if (vx_cuda_zero(g->d_count, sizeof count)) return -1;
-        int bs = 256;
-        vx_fit_prune_kernel<<<vx_ceil_div(g->n_active, bs), bs>>>(g->d_data, g->d_m, g->d_v, g->d_alive, g->d_wmax,
-                                                                   g->d_active, g->n_active, g->m.nc, thresh,
-                                                                   g->d_count);
-        VX_LAUNCH_CHECK("vx_fit_prune_kernel");
-        if (vx_cuda_download(&count, g->d_count, sizeof count)) return -1;
-        if (count && vx__compact(g)) return -1;
-    }
-    if (vx_cuda_zero(g->d_wmax, nv * sizeof(float))) return -1;
-    *pruned = (size_t)count;
-    return 0;
-}
-
-extern "C" int vx_fit_alive_mask_cuda(vx_fit_device *g, unsigned char *mask, size_t *alive) {
-    size_t bytes = (size_t)g->m.nx * g->m.ny * g->m.nz;
-    unsigned char *d_mask = NULL;
-    int rc = -1;
-    *alive = g->n_active;
-    if (vx_cuda_alloc((void **)&d_mask, bytes, "fit alive mask") || vx_cuda_zero(d_mask, bytes)) goto done;
-    if (g->n_active) {
-        int bs = 256;
-        vx_fit_mask_kernel<<<vx_ceil_div(g->n_active, bs), bs>>>(g->d_active, g->n_active, vx__index(g), d_mask);
-        if (VX_LAUNCH_STATUS("vx_fit_mask_kernel")) goto done;
-    }
-    rc = vx_cuda_download(mask, d_mask, bytes);
-done:
-    vx_cuda_free(d_mask);
-    return rc;
-}
-
-/* Bricked storage for g's new lattice (already in g->m) with exactly the bricks that hold
- * an alive voxel of the old model (Lo, d_oalive, through map): flags on the device, the
- * table built on the host (vx_fit_fill_slots, as fit_cpu.c does), then uploaded. */
-static int vx__alloc_live_bricks(vx_fit_device *g, const vx_fit_index *Lo, const unsigned char *d_oalive,
-                                 const vx_fit_affine *map) {
-    int bn[3] = {(g->m.nx + VX_BRICK - 1) / VX_BRICK, (g->m.ny + VX_BRICK - 1) / VX_BRICK,
-                 (g->m.nz + VX_BRICK - 1) / VX_BRICK};
-    size_t entries = (size_t)bn[0] * bn[1] * bn[2], nl = (size_t)g->m.nx * g->m.ny * g->m.nz;
-    unsigned char *d_live = NULL, *live = (unsigned char *)vx_malloc(entries, "fit live-brick flags");
-    int32_t *table = (int32_t *)vx_calloc(entries, sizeof(int32_t), "fit brick table");
-    int32_t *bxyz = NULL;
-    int rc = -1;
-    if (!live || !table || vx_cuda_alloc((void **)&d_live, entries, "fit live-brick flags") ||
-        vx_cuda_zero(d_live, entries))
-        goto done;
-    {
-        int bs = 256;
-        vx_fit_live_bricks_kernel<<<vx_ceil_div(nl, bs), bs>>>(*Lo, d_oalive, g->m.nx, g->m.ny, g->m.nz, bn[0], bn[1],
-                                                                *map, d_live);
-        if (VX_LAUNCH_STATUS("vx_fit_live_bricks_kernel") || vx_cuda_download(live, d_live, entries)) goto done;
-    }
-    {
-        size_t nslots = vx_fit_live_slots(live, entries);
-        bxyz = (int32_t *)vx_calloc(3 * nslots, sizeof(int32_t), "fit brick coordinates");
-        if (!bxyz) goto done;
-        vx_fit_fill_slots(live, bn, table, bxyz);
-        for (int a = 0; a < 3; a++) g->m.bn[a] = bn[a];
-        g->m.nslots = nslots;
-        if (vx__alloc_grid(g) || vx_cuda_upload(g->d_table, table, entries * sizeof(int32_t)) ||
-            vx_cuda_upload(g->d_bxyz, bxyz, 3 * nslots * sizeof(int32_t)))
-            goto done;
-    }
-    rc = 0;
-done:
-    vx_cuda_free(d_live);
-    free(live); free(table); free(bxyz);
-    return rc;
-}
-
-extern "C" int vx_fit_resample_cuda(vx_fit_device *g, const double lo[3], const double hi[3], const int res[3]) {
-    size_t nv;
-    for (int a = 0; a < 3; a++)
-        if (!(hi[a] > lo[a])) return vx_error("fit: resample box is empty on axis %d", a);
-    if (res[0] < 1 || res[1] < 1 || res[2] < 1 || res[0] > 4096 || res[1] > 4096 || res[2] > 4096 ||
-        vx_mul_size4((size_t)res[0], (size_t)res[1], (size_t)res[2], (size_t)g->m.nc, &nv) ||
-        (!g->m.sparse_fit && nv > VX_MAX_GRID_BYTES / sizeof(float)))
-        return vx_error("fit: cannot resample to %dx%dx%d", res[0], res[1], res[2]);
-    vx_fit_affine map;
-    vx_fit_resample_map(&g->m, lo, hi, res, map.a, map.b);
-    vx_fit_device old = *g;
-    vx_fit_index Lo = vx__index(&old);
-    g->m.nx = res[0]; g->m.ny = res[1]; g->m.nz = res[2];
-    for (int a = 0; a < 3; a++) g->m.bn[a] = (res[a] + VX_BRICK - 1) / VX_BRICK;
-    g->m.nslots = 0;
-    memcpy(g->m.box_lo, lo, sizeof g->m.box_lo);
-    memcpy(g->m.box_hi, hi, sizeof g->m.box_hi);
-    g->d_data = g->d_grad = g->d_m = g->d_v = g->d_wmax = NULL;
-    g->d_alive = g->d_occ = NULL;
-    g->d_table = g->d_bxyz = NULL;
-    g->d_active = NULL;
-    g->occ_count = g->n_active = 0;
-    if (g->m.sparse_fit ? vx__alloc_live_bricks(g, &Lo, old.d_alive, &map) : vx__alloc_grid(g)) {
-        vx__free_grid(g);
-        *g = old;
-        return -1;
-    }
-    int bs = 256;
-    size_t nn = vx__nv(&g->m);
-    vx_fit_resample_kernel<<<vx_ceil_div(nn, bs), bs>>>(old.d_data, old.d_alive, Lo, g->d_data, g->d_alive,
-                                                        vx__index(g), nn, g->m.nc, map);
-    /* the old grid is read until the kernel ends: wait (checked) before freeing it */
-    int rc = VX_LAUNCH_STATUS("vx_fit_resample_kernel") || vx_cuda_sync() ? -1 : 0;
-    vx__free_grid(&old);
-    if (rc) return -1;
-    g->m.mp.occ_b = 0;
-    if (vx__compact(g)) return -1;
-    return vx_fit_update_params(&g->m, g->m.mp.stop);
-}
-
-extern "C" int vx_fit_upsample_cuda(vx_fit_device *g, const int res[3]) {
-    return vx_fit_resample_cuda(g, g->m.box_lo, g->m.box_hi, res);
-}

@@ -10,20 +10,9 @@
 #define VX_FIT_MLP_BATCH_CUH
 
 #include "fit_mlp.cuh"
+#include "fit_mlp_arrays.cuh"
 #include "mlp_tile.cuh"
 
-/* A step's per-sample arrays (capacity cap samples): x the network input (32 floats: 15
- * features, 16 direction terms, 0), reused by the backward for dL/d(raw) (draw[0] density,
- * then 15 features); pt (point, sigma), after the composite (point, weight w = T alpha);
- * dt the segment length; rgb the network's colour; dout (dL/d(output pre-activation),
- * dL/d(raw density)). Per ray of the pass: its first sample and count (-1: put off). */
-typedef struct {
-    float *x;
-    float4 *pt, *rgb, *dout;
-    float *dt;
-    unsigned long long *ray_start;
-    int *ray_n;
-} vx_fit_mlp_batch;
 
 /* The ray of list entry t (vx_fit_src_ray): its index r. */
 __device__ __forceinline__ int vx_fit_mlpb_ray(const vx_fit_ray_src *src, const int *list, int t, vx_vec3 *o,

@@ -1,0 +1,66 @@
+/* fit_levels.cu - the launchers of the coarse levels of `voxray fit --coarse R1[,R2..]`
+ * (kernels in fit_coarse.cuh; the CPU reference in fit_coarse.c): the restriction of the
+ * fine gradient onto each active level, their Adam steps and one prolongation of them all. */
+#include <math.h>
+#include <string.h>
+
+#include "fit_coarse.cuh"
+#include "fit_device.cuh"
+
+extern "C" int vx_fit_coarse_restrict_cuda(vx_fit_device *g) {
+    if (!g->m.nlevels || !g->n_active) return 0;
+    int tiles[3] = {(g->m.nx + VX_BRICK - 1) / VX_BRICK, (g->m.ny + VX_BRICK - 1) / VX_BRICK,
+                    (g->m.nz + VX_BRICK - 1) / VX_BRICK};
+    size_t blocks = g->m.nslots ? g->m.nslots - 1 : (size_t)tiles[0] * tiles[1] * tiles[2];
+    if (!blocks) return 0;
+    if (blocks > 0x7fffffffull) return vx_error("fit: %zu bricks exceed one launch", blocks);
+    double t0 = 0.0;
+    if (vx_fitd_prof_start(g, &t0)) return -1;
+    for (int l = 0; l < g->m.nlevels; l++) {
+        if (!vx_fit_coarse_active(&g->m, l)) continue; /* its voxel not yet twice the fine one */
+        vx_fit_coarse_map cm;
+        if (vx_fit_coarse_map_of(&g->m, l, &cm)) return -1;
+        if (g->coarse_version == 2) {
+            vx_fit_coarse_restrict2_kernel<<<(unsigned)blocks, 512>>>(g->d_grad, g->d_alive, vx_fitd_index(g), g->m.nc,
+                                                                      cm, tiles[0], tiles[1], g->d_lv[l][0]);
+            VX_LAUNCH_CHECK("vx_fit_coarse_restrict2_kernel");
+        } else {
+            vx_fit_coarse_restrict_kernel<<<(unsigned)blocks, 512>>>(g->d_grad, g->d_alive, vx_fitd_index(g), g->m.nc,
+                                                                     cm, tiles[0], tiles[1], g->d_lv[l][0]);
+            VX_LAUNCH_CHECK("vx_fit_coarse_restrict_kernel");
+        }
+    }
+    return vx_fitd_prof_stop(g, VX_FIT_PROF_LEVEL, t0);
+}
+
+extern "C" int vx_fit_coarse_apply_cuda(vx_fit_device *g, const vx_fit_hparams *h, float lr) {
+    vx_fit_coarse_steps S;
+    memset(&S, 0, sizeof S);
+    int act[VX_FIT_LEVELS];
+    double t0 = 0.0;
+    for (int l = 0; l < g->m.nlevels; l++) {
+        if (!vx_fit_coarse_active(&g->m, l)) continue;
+        if (!S.n && vx_fitd_prof_start(g, &t0)) return -1;
+        if (vx_fit_coarse_map_of(&g->m, l, &S.m[S.n])) return -1;
+        float bc1, bc2;
+        vx_fit_coarse_bias(&g->m, l, h->beta1, h->beta2, &bc1, &bc2);
+        size_t n = vx_fit_coarse_entries(&g->m, l);
+        vx_fit_coarse_adam_kernel<<<vx_ceil_div(n, 256), 256>>>(g->d_lv[l][0], g->d_lv[l][1], g->d_lv[l][2], n, lr,
+                                                                  h->beta1, h->beta2, h->eps, bc1, bc2);
+        VX_LAUNCH_CHECK("vx_fit_coarse_adam_kernel");
+        S.step[S.n] = g->d_lv[l][0];
+        act[S.n++] = l;
+    }
+    if (!S.n) return 0;
+    int gw = g->m.nc % 4 == 0 ? 4 : 1, ng = g->m.nc / gw;
+    size_t chunk = ((size_t)1 << 31) / (size_t)ng; /* as the Adam step: 32-bit work indices */
+    for (size_t k0 = 0; k0 < g->n_active; k0 += chunk) {
+        size_t nk = g->n_active - k0 < chunk ? g->n_active - k0 : chunk, nt = nk * (size_t)ng;
+        vx_fit_coarse_prolong_kernel<<<vx_ceil_div(nt, 256), 256>>>(g->d_data, g->d_active + k0, (unsigned)nt, ng, gw,
+                                                                    vx_fitd_index(g), S);
+        VX_LAUNCH_CHECK("vx_fit_coarse_prolong_kernel");
+    }
+    for (int i = 0; i < S.n; i++)
+        if (vx_cuda_zero(g->d_lv[act[i]][0], vx_fit_coarse_entries(&g->m, act[i]) * sizeof(float))) return -1;
+    return vx_fitd_prof_stop(g, VX_FIT_PROF_LEVEL, t0);
+}
