@@ -40,6 +40,9 @@ void vx_fit_set_mlp_records_cuda(vx_fit_device *g, unsigned long long records);
  * into tiled products over the step's samples (fit_mlp_batch.cuh; the default, 0 means it:
  * 34x the rays/s of 1 on the H100, docs/BENCHMARKS.md). */
 int vx_fit_set_mlp_kernel_cuda(vx_fit_device *g, int kernel);
+/* The batched step's network with its hidden layers on the tensor cores (TF32 operands,
+ * FP32 sums; mlp_tile.cuh) or in FP32 (0, the default); an error on a GPU below sm_80. */
+int vx_fit_set_mlp_tc_cuda(vx_fit_device *g, int on);
 /* With vx_fit_profile_cuda on: the batched mlp step's time in its gather, network forward,
  * composite, network backward and scatter kernels (ms, summed since the last call) and the
  * samples it ran the network on; resets both. */

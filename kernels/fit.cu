@@ -290,6 +290,16 @@ extern "C" int vx_fit_set_mlp_kernel_cuda(vx_fit_device *g, int kernel) {
     g->mlp_kernel = kernel;
     return 0;
 }
+extern "C" int vx_fit_set_mlp_tc_cuda(vx_fit_device *g, int on) {
+    if (on) {
+        int dev = 0, major = 0;
+        VX_CUDA_CHECK(cudaGetDevice(&dev));
+        VX_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+        if (major < 8) return vx_error("fit: --mlp-tensor-cores needs TF32 tensor cores (sm_80 and up; this GPU is sm_%d)", major * 10);
+    }
+    g->mlp_tc = on != 0;
+    return 0;
+}
 extern "C" void vx_fit_timings_cuda(vx_fit_device *g, double ms[VX_FIT_PROF_N]) {
     for (int k = 0; k < VX_FIT_PROF_N; k++) { ms[k] = g->prof_ms[k]; g->prof_ms[k] = 0.0; }
 }
@@ -482,6 +492,19 @@ static int vx__rays_mlp(vx_fit_device *g, const vx_fit_ray_src *src, int n, floa
  * rays: a foggy early stage, hundreds of samples a ray, then needs few passes, each of which
  * marches every ray left again); and the network kernels' shared memory
  * (73 KB: past the 48 KB a kernel gets unless it asks) and persistent grid sizes. */
+/* The batched step's network kernels for a model of `layers` hidden layers, with the hidden
+ * layers on the tensor cores (fit --mlp-tensor-cores) or in FP32. */
+typedef void (*vx__mlpb_fwd_fn)(const float *, vx_fit_mlp_batch, unsigned long long);
+typedef void (*vx__mlpb_bwd_fn)(const float *, vx_fit_mlp_batch, unsigned long long, float *);
+static vx__mlpb_fwd_fn vx__mlpb_forward(int layers, int tc) {
+    if (tc) return layers == 1 ? vx_fit_mlpb_forward_kernel<1, true> : vx_fit_mlpb_forward_kernel<2, true>;
+    return layers == 1 ? vx_fit_mlpb_forward_kernel<1, false> : vx_fit_mlpb_forward_kernel<2, false>;
+}
+static vx__mlpb_bwd_fn vx__mlpb_backward(int layers, int tc) {
+    if (tc) return layers == 1 ? vx_fit_mlpb_backward_kernel<1, true> : vx_fit_mlpb_backward_kernel<2, true>;
+    return layers == 1 ? vx_fit_mlpb_backward_kernel<1, false> : vx_fit_mlpb_backward_kernel<2, false>;
+}
+
 static int vx__mlpb_alloc(vx_fit_device *g) {
     if (g->mb.x) return 0;
     size_t nb = (size_t)g->max_batch, per = 32 * sizeof(float) + 3 * sizeof(float4) + sizeof(float);
@@ -496,22 +519,19 @@ static int vx__mlpb_alloc(vx_fit_device *g) {
         vx_cuda_alloc((void **)&g->mb.ray_start, nb * sizeof(unsigned long long), "fit mlp ray starts") ||
         vx_cuda_alloc((void **)&g->mb.ray_n, nb * sizeof(int), "fit mlp ray counts"))
         return -1;
-    int dev = 0, sms = 0, k[2][2];
+    int dev = 0, sms = 0, smem = (int)VX_MLPB_SMEM;
     VX_CUDA_CHECK(cudaGetDevice(&dev));
     VX_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    int smem = (int)VX_MLPB_SMEM;
-    VX_CUDA_CHECK(cudaFuncSetAttribute(vx_fit_mlpb_forward_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    VX_CUDA_CHECK(cudaFuncSetAttribute(vx_fit_mlpb_forward_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    VX_CUDA_CHECK(cudaFuncSetAttribute(vx_fit_mlpb_backward_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    VX_CUDA_CHECK(cudaFuncSetAttribute(vx_fit_mlpb_backward_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    VX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&k[0][0], vx_fit_mlpb_forward_kernel<1>, VX_MLPB_THREADS, VX_MLPB_SMEM));
-    VX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&k[0][1], vx_fit_mlpb_forward_kernel<2>, VX_MLPB_THREADS, VX_MLPB_SMEM));
-    VX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&k[1][0], vx_fit_mlpb_backward_kernel<1>, VX_MLPB_THREADS, VX_MLPB_SMEM));
-    VX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&k[1][1], vx_fit_mlpb_backward_kernel<2>, VX_MLPB_THREADS, VX_MLPB_SMEM));
-    for (int a = 0; a < 2; a++)
-        for (int b = 0; b < 2; b++) {
-            if (k[a][b] < 1) return vx_error("fit: the mlp network kernels do not fit an SM (%zu B of shared memory)", VX_MLPB_SMEM);
-            g->mb_blocks[a][b] = k[a][b] * sms;
+    for (int tc = 0; tc < 2; tc++)
+        for (int layers = 1; layers <= 2; layers++) {
+            const void *fn[2] = {(const void *)vx__mlpb_forward(layers, tc), (const void *)vx__mlpb_backward(layers, tc)};
+            for (int a = 0; a < 2; a++) {
+                int k = 0;
+                VX_CUDA_CHECK(cudaFuncSetAttribute(fn[a], cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+                VX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&k, fn[a], VX_MLPB_THREADS, VX_MLPB_SMEM));
+                if (k < 1) return vx_error("fit: the mlp network kernels do not fit an SM (%zu B of shared memory)", VX_MLPB_SMEM);
+                g->mb_blocks[tc][a][layers - 1] = k * sms;
+            }
         }
     return 0;
 }
@@ -557,9 +577,9 @@ static int vx__rays_mlp_batched(vx_fit_device *g, const vx_fit_ray_src *src, int
         VX__MB_T(0);
         g->prof_samples += (double)S;
         if (S) {
-            unsigned fb = (unsigned)(tiles < (unsigned long long)g->mb_blocks[0][L - 1] ? tiles : g->mb_blocks[0][L - 1]);
-            if (L == 1) vx_fit_mlpb_forward_kernel<1><<<fb, VX_MLPB_THREADS, VX_MLPB_SMEM>>>(g->d_mlp, g->mb, S);
-            else vx_fit_mlpb_forward_kernel<2><<<fb, VX_MLPB_THREADS, VX_MLPB_SMEM>>>(g->d_mlp, g->mb, S);
+            unsigned long long cap = (unsigned long long)g->mb_blocks[g->mlp_tc][0][L - 1];
+            vx__mlpb_forward(L, g->mlp_tc)<<<(unsigned)(tiles < cap ? tiles : cap), VX_MLPB_THREADS, VX_MLPB_SMEM>>>(
+                g->d_mlp, g->mb, S);
             VX_LAUNCH_CHECK("vx_fit_mlpb_forward_kernel");
         }
         VX__MB_T(1);
@@ -569,9 +589,9 @@ static int vx__rays_mlp_batched(vx_fit_device *g, const vx_fit_ray_src *src, int
         VX_LAUNCH_CHECK("vx_fit_mlpb_composite_kernel");
         VX__MB_T(2);
         if (S) {
-            unsigned bb = (unsigned)(tiles < (unsigned long long)g->mb_blocks[1][L - 1] ? tiles : g->mb_blocks[1][L - 1]);
-            if (L == 1) vx_fit_mlpb_backward_kernel<1><<<bb, VX_MLPB_THREADS, VX_MLPB_SMEM>>>(g->d_mlp, g->mb, S, g->d_mlp_grad);
-            else vx_fit_mlpb_backward_kernel<2><<<bb, VX_MLPB_THREADS, VX_MLPB_SMEM>>>(g->d_mlp, g->mb, S, g->d_mlp_grad);
+            unsigned long long cap = (unsigned long long)g->mb_blocks[g->mlp_tc][1][L - 1];
+            vx__mlpb_backward(L, g->mlp_tc)<<<(unsigned)(tiles < cap ? tiles : cap), VX_MLPB_THREADS, VX_MLPB_SMEM>>>(
+                g->d_mlp, g->mb, S, g->d_mlp_grad);
             VX_LAUNCH_CHECK("vx_fit_mlpb_backward_kernel");
             VX__MB_T(3);
             vx_fit_mlpb_scatter_kernel<<<vx_ceil_div((size_t)S, 256), 256>>>(ix, g->mb, S, g->d_grad, wmax);
@@ -593,6 +613,8 @@ static int vx__rays_v2(vx_fit_device *g, const vx_fit_ray_src *src, int n, float
     if (g->m.reg_rgbper > 0.0f && g->m.mlp_layers && g->mlp_kernel != 2)
         return vx_error("fit: the per-point colour loss (--rgbper) has no CUDA kernel in the mlp decoder's per-ray "
                         "step (the batched one has it)");
+    if (g->m.mlp_layers && g->mlp_kernel != 2 && g->mlp_tc)
+        return vx_error("fit: the tensor-core network (--mlp-tensor-cores) runs in the mlp decoder's batched step only");
     if (g->m.mlp_layers && g->mlp_kernel != 2 && vx_fit_src_own_bg(src))
         return vx_error("fit: the random background (--random-bg) has no CUDA kernel in the mlp decoder's per-ray "
                         "step (the batched one has it)");

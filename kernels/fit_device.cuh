@@ -47,7 +47,8 @@ struct vx_fit_device {
     int mlp_kernel;             /* 1: the network in the ray kernel (fit_mlp.cuh), 2: batched */
     vx_fit_mlp_batch mb;        /* the batched step's per-sample arrays (fit_mlp_batch.cuh) */
     unsigned long long mb_cap;  /* their capacity in samples (0: not allocated yet) */
-    int mb_blocks[2][2];        /* persistent blocks of the [forward, backward][layers - 1] kernels */
+    int mb_blocks[2][2][2];     /* persistent blocks of the [FP32, TF32][forward, backward][layers - 1] kernels */
+    int mlp_tc;                 /* the batched network's hidden layers on the tensor cores (TF32) */
     int profile;
     double prof_ms[VX_FIT_PROF_N];
     double prof_mlpb[5], prof_samples; /* profiling: the batched mlp step's kernels, samples */

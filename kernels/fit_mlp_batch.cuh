@@ -115,11 +115,12 @@ vx_fit_mlpb_gather_kernel(vx_march_params mp, vx_fit_index L, const float *__res
     vx_march_run(&mp, occ, o, d, 0.0f, &wr);
 }
 
-/* Network forward over samples [0, S): rgb = sigmoid(out) (mlp_tile.cuh). */
-template <int LAYERS>
+/* Network forward over samples [0, S): rgb = sigmoid(out) (mlp_tile.cuh; TC: the hidden
+ * layers on the tensor cores, fit --mlp-tensor-cores). */
+template <int LAYERS, bool TC = false>
 __global__ void __launch_bounds__(VX_MLPB_THREADS)
 vx_fit_mlpb_forward_kernel(const float *__restrict__ w, vx_fit_mlp_batch B, unsigned long long S) {
-    vx_mlpt_forward<LAYERS>(w, B.x, B.rgb, S);
+    vx_mlpt_forward<LAYERS, TC>(w, B.x, B.rgb, S);
 }
 
 /* Composite each ray of the pass from its samples in order (vx_composite_step, as the
@@ -211,11 +212,12 @@ static inline vx_fit_mlpb_composite_fn vx_fit_mlpb_composite_pick(float pw, cons
     return pw > 0.0f ? vx_fit_mlpb_composite_kernel<true, false> : vx_fit_mlpb_composite_kernel<false, false>;
 }
 
-/* Network backward over samples [0, S): recomputes the hidden layers, then the deltas,
- * dL/dweights (each thread its share, summed over the block's tiles, one atomic per
- * weight per block at the end) and dL/d(raw) (density from the composite, features from
- * the first layer) written over the sample's x row (16 floats). */
-template <int LAYERS>
+/* Network backward over samples [0, S): recomputes the hidden layers (TC: on the tensor
+ * cores, as the forward did), then the deltas, dL/dweights (each thread its share, summed
+ * over the block's tiles, one atomic per weight per block at the end) and dL/d(raw)
+ * (density from the composite, features from the first layer) written over the sample's x
+ * row (16 floats). The deltas and sums stay in FP32 either way. */
+template <int LAYERS, bool TC = false>
 __global__ void __launch_bounds__(VX_MLPB_THREADS)
 vx_fit_mlpb_backward_kernel(const float *__restrict__ w, vx_fit_mlp_batch B, unsigned long long S, float *wgrad) {
     VX_DYN_SHARED(float4, vx_mlpb_smem4);
@@ -246,7 +248,7 @@ vx_fit_mlpb_backward_kernel(const float *__restrict__ w, vx_fit_mlp_batch B, uns
             *(float4 *)(sdo + 4 * t) = v;
         }
         __syncthreads();
-        vx_mlpt_hidden<LAYERS>(sm);
+        vx_mlpt_hidden<LAYERS, TC>(sm);
         /* dW2 and b2 (the last hidden layer is read before it becomes its delta) */
         if (t < 3 * W) {
             int c = t / W, o = t % W;

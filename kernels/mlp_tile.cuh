@@ -98,21 +98,91 @@ __device__ __forceinline__ void vx_mlpt_linear(const float *in, const float *Wt,
         for (int j = 0; j < 4; j++) out[(ty + 16 * i) * VX_MLPB_HS + tx + 16 * j] = vx_maxf(acc[i][j], 0.0f);
 }
 
-/* The hidden layers of the tile in sm (input at VX_MLPB_X): h1, and h2 with 2 layers. */
-template <int LAYERS> __device__ __forceinline__ void vx_mlpt_hidden(float *sm) {
-    vx_mlpt_linear<32, VX_MLPB_XS>(sm + VX_MLPB_X, sm + VX_MLPB_W0, sm + VX_MLPB_B0, sm + VX_MLPB_H1);
+/* d += A B for one 16x8x8 tile on the tensor cores in TF32 (operands rounded to 10-bit
+ * mantissas, products summed in FP32): the warp's fragments as the PTX ISA's
+ * mma.m16n8k8 .tf32 lays them out, with g = lane / 4, q = lane % 4:
+ * a = A(g, q), A(g + 8, q), A(g, q + 4), A(g + 8, q + 4); b = B(q, g), B(q + 4, g);
+ * d = D(g, 2q), D(g, 2q + 1), D(g + 8, 2q), D(g + 8, 2q + 1). Every lane of the warp calls
+ * it at once (tests/emu/cuda_emu.h emulates it block-wide, as its shuffles). sm_80 and up:
+ * the launchers never choose it below (vx_fit_set_mlp_tc_cuda). */
+__device__ __forceinline__ void vx_mma_tf32(float d[4], const float a[4], const float b[2]) {
+#if defined(VX_CUDA_EMU_H)
+    vx_emu_mma_tf32(d, a, b);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned ua[4], ub[2];
+#pragma unroll
+    for (int i = 0; i < 4; i++) asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(ua[i]) : "f"(a[i]));
+#pragma unroll
+    for (int i = 0; i < 2; i++) asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(ub[i]) : "f"(b[i]));
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(ua[0]), "r"(ua[1]), "r"(ua[2]), "r"(ua[3]), "r"(ub[0]), "r"(ub[1]));
+#elif defined(__CUDA_ARCH__)
+    (void)d; (void)a; (void)b;
+    __trap();
+#endif
+}
+
+/* vx_mlpt_linear on the tensor cores (TF32 operands, FP32 sums): warp w computes samples
+ * 16 (w % 4) .. + 15 and units 32 (w / 4) .. + 31 as four 16x8 tiles, K / 8 steps each.
+ * Needs the block's 256 threads (8 warps). Shared-memory reads are conflict-free: rows
+ * 36 or 68 floats apart put lane (g, q) in bank 4g + q. */
+template <int K, int IS>
+__device__ __forceinline__ void vx_mlpt_linear_tc(const float *in, const float *Wt, const float *b, float *out) {
+    const int WS = K == 32 ? VX_MLPB_XS : VX_MLPB_HS;
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;
+    const int m0 = 16 * (w & 3), n0 = 32 * (w >> 2);
+    float acc[4][4];
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        float b0 = b[n0 + 8 * j + 2 * q], b1 = b[n0 + 8 * j + 2 * q + 1];
+        acc[j][0] = b0; acc[j][1] = b1; acc[j][2] = b0; acc[j][3] = b1;
+    }
+#pragma unroll
+    for (int k0 = 0; k0 < K; k0 += 8) {
+        const float *r0 = in + (m0 + g) * IS + k0 + q, *r8 = r0 + 8 * IS;
+        float a[4] = {r0[0], r8[0], r0[4], r8[4]};
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const float *wr = Wt + (n0 + 8 * j + g) * WS + k0 + q;
+            float bb[2] = {wr[0], wr[4]};
+            vx_mma_tf32(acc[j], a, bb);
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        float *o0 = out + (m0 + g) * VX_MLPB_HS + n0 + 8 * j + 2 * q, *o8 = o0 + 8 * VX_MLPB_HS;
+        o0[0] = vx_maxf(acc[j][0], 0.0f);
+        o0[1] = vx_maxf(acc[j][1], 0.0f);
+        o8[0] = vx_maxf(acc[j][2], 0.0f);
+        o8[1] = vx_maxf(acc[j][3], 0.0f);
+    }
+}
+
+/* The hidden layers of the tile in sm (input at VX_MLPB_X): h1, and h2 with 2 layers; TC:
+ * on the tensor cores (vx_mlpt_linear_tc), else in FP32. */
+template <int LAYERS, bool TC = false> __device__ __forceinline__ void vx_mlpt_hidden(float *sm) {
+    if (TC)
+        vx_mlpt_linear_tc<32, VX_MLPB_XS>(sm + VX_MLPB_X, sm + VX_MLPB_W0, sm + VX_MLPB_B0, sm + VX_MLPB_H1);
+    else
+        vx_mlpt_linear<32, VX_MLPB_XS>(sm + VX_MLPB_X, sm + VX_MLPB_W0, sm + VX_MLPB_B0, sm + VX_MLPB_H1);
     if (LAYERS == 2) {
         __syncthreads();
-        vx_mlpt_linear<VX_MLP_WIDTH, VX_MLPB_HS>(sm + VX_MLPB_H1, sm + VX_MLPB_W1, sm + VX_MLPB_B1,
+        if (TC)
+            vx_mlpt_linear_tc<VX_MLP_WIDTH, VX_MLPB_HS>(sm + VX_MLPB_H1, sm + VX_MLPB_W1, sm + VX_MLPB_B1,
+                                                        sm + VX_MLPB_H2);
+        else
+            vx_mlpt_linear<VX_MLP_WIDTH, VX_MLPB_HS>(sm + VX_MLPB_H1, sm + VX_MLPB_W1, sm + VX_MLPB_B1,
                                                      sm + VX_MLPB_H2);
     }
     __syncthreads();
 }
 
 /* Network forward over samples [0, S) of x (32 floats a row): rgb = sigmoid(out) into
- * rgb[s].xyz. Persistent blocks of VX_MLPB_THREADS threads with VX_MLPB_SMEM bytes of
+ * rgb[s].xyz (TC: the hidden layers on the tensor cores). Persistent blocks of VX_MLPB_THREADS threads with VX_MLPB_SMEM bytes of
  * dynamic shared memory (the weights are loaded once a block), 64 samples a tile. */
-template <int LAYERS>
+template <int LAYERS, bool TC = false>
 __device__ __forceinline__ void vx_mlpt_forward(const float *__restrict__ w, const float *__restrict__ x, float4 *rgb,
                                                 unsigned long long S) {
     VX_DYN_SHARED(float4, vx_mlpb_smem4);
@@ -125,7 +195,7 @@ __device__ __forceinline__ void vx_mlpt_forward(const float *__restrict__ w, con
         __syncthreads(); /* the weights, or the last tile's readers */
         vx_mlpt_load_x(x, s0, S, sm + VX_MLPB_X);
         __syncthreads();
-        vx_mlpt_hidden<LAYERS>(sm);
+        vx_mlpt_hidden<LAYERS, TC>(sm);
         if (threadIdx.x < VX_MLPB_TILE * 3) {
             int s = threadIdx.x / 3, c = threadIdx.x % 3;
             float a = sm[VX_MLPB_B2 + c];

@@ -38,7 +38,9 @@ static void vx__bench_fit_usage(FILE *o) {
                "is what a 512^3 fit with --coarse 64 holds) and times its restriction, with every\n"
                "alive voxel's colour gradient non-zero (the most atomics a step can ask; both\n"
                "versions of its kernel), and its Adam step with the prolongation; the whole step\n"
-               "then includes them.\n");
+               "then includes them. An mlp scene also gets the batched step with the network's hidden\n"
+               "layers on the tensor cores (fit --mlp-tensor-cores; sm_80 and up) and both steps\n"
+               "kernel by kernel.\n");
 }
 
 #ifdef VX_HAVE_CUDA
@@ -117,17 +119,21 @@ static int vx__rays_mlp_batched(vx_fit_device *g, void *ctx, int k) { return vx_
  * default of both decoders): SH runs version 2's per-point instantiation, the mlp the
  * batched composite kernel's second one; with random_bg against random backgrounds (fit
  * --random-bg; the photos' coverage is on the device with them). Off again after the call. */
-static int vx__rays_px(vx_fit_device *g, const vx__bench_ctx *c, int k, int random_bg) {
+static int vx__rays_px(vx_fit_device *g, const vx__bench_ctx *c, int k, int random_bg, int tc) {
     double loss;
     vx_fit_set_rgbper_cuda(g, VX_FIT_CUDA_RGBPER);
     vx_fit_set_random_bg_cuda(g, random_bg);
-    int rc = vx_fit_set_mlp_kernel_cuda(g, 2) || vx_fit_rays_sampled_cuda(g, c->batch, 1000 + (uint64_t)k, &loss);
+    int rc = vx_fit_set_mlp_kernel_cuda(g, 2) || vx_fit_set_mlp_tc_cuda(g, tc) ||
+             vx_fit_rays_sampled_cuda(g, c->batch, 1000 + (uint64_t)k, &loss);
     vx_fit_set_random_bg_cuda(g, 0);
     vx_fit_set_rgbper_cuda(g, 0.0f);
+    if (tc) vx_fit_set_mlp_tc_cuda(g, 0);
     return rc;
 }
-static int vx__rays_rgbper(vx_fit_device *g, void *ctx, int k) { return vx__rays_px(g, ctx, k, 0); }
-static int vx__rays_random_bg(vx_fit_device *g, void *ctx, int k) { return vx__rays_px(g, ctx, k, 1); }
+static int vx__rays_rgbper(vx_fit_device *g, void *ctx, int k) { return vx__rays_px(g, ctx, k, 0, 0); }
+static int vx__rays_random_bg(vx_fit_device *g, void *ctx, int k) { return vx__rays_px(g, ctx, k, 1, 0); }
+/* fit --mlp-tensor-cores: the mlp's batched step with the network's hidden layers in TF32 */
+static int vx__rays_tc(vx_fit_device *g, void *ctx, int k) { return vx__rays_px(g, ctx, k, 0, 1); }
 static int vx__tv(vx_fit_device *g, void *ctx, int k) {
     vx__bench_ctx *c = ctx;
     return vx_fit_tv_backward_cuda(g, c->hp.tv_sigma, c->hp.tv_sh, c->hp.tv_fraction, (uint64_t)k, c->hp.tv_eps, NULL);
@@ -178,10 +184,10 @@ static int vx__occ(vx_fit_device *g, void *ctx, int k) {
 /* The batched mlp step kernel by kernel (synchronised after each, so the sum is a little
  * above the unprofiled step): ms a step, and the network kernels' GFLOP/s from the
  * samples they ran (multiply-adds of the weight matrices, 2 flops each; biases left out). */
-static int vx__mlp_breakdown(vx_fit_device *g, vx__bench_ctx *c, int steps, int layers) {
+static int vx__mlp_breakdown(vx_fit_device *g, vx__bench_ctx *c, int steps, int layers, int tc) {
     double ms[5], samples, loss;
     vx_fit_profile_cuda(g, 1);
-    if (vx_fit_set_mlp_kernel_cuda(g, 2)) return -1;
+    if (vx_fit_set_mlp_kernel_cuda(g, 2) || vx_fit_set_mlp_tc_cuda(g, tc)) return -1;
     for (int k = 0; k < steps + 2; k++) {
         if (k == 2) vx_fit_mlp_timings_cuda(g, ms, &samples); /* two warm-up steps */
         if (vx_fit_rays_sampled_cuda(g, c->batch, 7000 + (uint64_t)k, &loss)) return -1;
@@ -193,8 +199,9 @@ static int vx__mlp_breakdown(vx_fit_device *g, vx__bench_ctx *c, int steps, int 
     double bwd = 2.0 * (hid + 6 * W + (layers == 2 ? 2 * W * W : 0.0) + 32 * W + 16 * W); /* + dW2, deltas, dW1, d1, dW0, dX */
     static const char *names[5] = {"gather (march, count, write inputs)", "network forward", "composite per ray",
                                    "network backward (deltas, dW, dX)", "scatter to the grid"};
-    printf("batched mlp step, kernel by kernel (%d steps; %.1f samples a ray with density):\n", steps,
-           samples / steps / c->batch);
+    vx_fit_set_mlp_tc_cuda(g, 0);
+    printf("batched mlp step, kernel by kernel, hidden layers in %s (%d steps; %.1f samples a ray with density):\n",
+           tc ? "TF32 on the tensor cores" : "FP32", steps, samples / steps / c->batch);
     for (int k = 0; k < 5; k++) {
         double per = ms[k] / steps;
         char extra[64] = "";
@@ -288,9 +295,16 @@ int vx_bench_fit(int argc, char **argv) {
     if (coarse)
         printf("coarse level: %dx%dx%d x %d channels, every alive voxel's colour gradient non-zero\n", f.lv[0].n[0],
                f.lv[0].n[1], f.lv[0].n[2], f.nc - 1);
+    int mlp = f.mlp_layers > 0;
+    /* the tensor-core rows where the GPU has them (sm_80 and up), said when it has not */
+    int tc = mlp && !vx_fit_set_mlp_tc_cuda(g, 1);
+    if (mlp && !tc) {
+        printf("(no tensor-core rows: %s)\n", vx_errmsg());
+        vx_clear_error();
+    }
+    vx_fit_set_mlp_tc_cuda(g, 0);
     printf("copy bandwidth (device to device, read + write): %.0f GB/s\n", copy_gbs);
     printf("  %-46s %10s %14s %10s\n", "step", "ms/step", "rays/s", "GB/s");
-    int mlp = f.mlp_layers > 0;
     struct { const char *name; vx__step_fn fn; int rays; double bytes; } rows[] = {
         /* first: the gradient vx__coarse_setup made is still there (Adam's row consumes it) */
         {"coarse level: restriction v1", coarse ? vx__coarse_restrict1 : NULL, 0, (double)alive * (f.nc - 1) * 4},
@@ -303,6 +317,7 @@ int vx_bench_fit(int argc, char **argv) {
          mlp ? vx__rays_mlp_batched : vx__rays_v2, 1, 0},
         {mlp ? "rays, mlp batched, --rgbper 0.01" : "rays v2, --rgbper 0.01", vx__rays_rgbper, 1, 0},
         {mlp ? "rays, mlp batched, --rgbper 0.01 --random-bg" : "rays v2, --rgbper 0.01 --random-bg", vx__rays_random_bg, 1, 0},
+        {"rays, mlp batched, --rgbper 0.01, tensor cores", tc ? vx__rays_tc : NULL, 1, 0},
         {"TV (10% of alive voxels)", vx__tv, 0, 0},
         {"Adam (alive voxels, dense)", vx__adam, 0, (double)alive * f.nc * 4 * 4 * 2},
         {"occupancy from alive voxels", vx__occ, 0, 0},
@@ -322,7 +337,8 @@ int vx_bench_fit(int argc, char **argv) {
     if (coarse)
         printf("(the level's GB/s: the restriction reads the colour gradient once; the prolongation reads and writes\n"
                " the colour parameters, the coarse Adam step reads and writes its step and both moments)\n");
-    if (mlp && vx__mlp_breakdown(g, &ctx, steps, f.mlp_layers)) goto done;
+    if (mlp && (vx__mlp_breakdown(g, &ctx, steps, f.mlp_layers, 0) || (tc && vx__mlp_breakdown(g, &ctx, steps, f.mlp_layers, 1))))
+        goto done;
     rc = 0;
 done:
     if (rc) fprintf(stderr, "voxray bench fit: %s\n", vx_errmsg());

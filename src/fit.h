@@ -47,6 +47,8 @@ typedef struct {
                                  * fit_coarse.h); 0: lr_sh (decays alike) */
     int random_bg;              /* each training ray against a random background colour
                                  * (vx_fit_ray_background, fit_march.h); 0: the model's */
+    int mlp_tc;                 /* CUDA, mlp decoder's batched step: the network's hidden layers
+                                 * on the tensor cores in TF32 (fit --mlp-tensor-cores) */
 } vx_fit_hparams;
 
 void vx_fit_hparams_default(vx_fit_hparams *h);

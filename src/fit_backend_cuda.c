@@ -52,7 +52,7 @@ static int vx__step(vx_fit_backend *b, const vx_fit_step *s, double *loss) {
     vx_fit_set_jitter_cuda(b->g, s->hp->jitter);
     vx_fit_set_random_bg_cuda(b->g, s->hp->random_bg);
     vx_fit_set_rgbper_cuda(b->g, s->hp->rgbper);
-    if (vx_fit_set_mlp_kernel_cuda(b->g, s->hp->mlp_kernel)) return -1;
+    if (vx_fit_set_mlp_kernel_cuda(b->g, s->hp->mlp_kernel) || vx_fit_set_mlp_tc_cuda(b->g, s->hp->mlp_tc)) return -1;
     if (s->map && s->map->version != b->map_version) {
         if (vx_fit_errmap_upload_cuda(b->g, &s->map->t, s->batch)) return -1;
         b->map_version = s->map->version;

@@ -39,6 +39,7 @@ struct vx_emu_block {
     std::barrier<> *bar;
     float *shfl; /* one slot per thread, for warp shuffles */
     unsigned long long *shfl64; /* the same for integer shuffles and reductions */
+    float *mma; /* 10 a thread: its tensor-core fragments (vx_emu_mma_tf32) */
 };
 inline thread_local uint3 threadIdx;
 inline thread_local uint3 blockIdx;
@@ -91,6 +92,44 @@ inline unsigned __reduce_add_sync(unsigned mask, unsigned v) {
     });
 }
 
+/* cvt.rna.tf32.f32: the nearest float with a 10-bit mantissa, ties away from zero. */
+inline float vx_emu_tf32(float x) {
+    unsigned u;
+    std::memcpy(&u, &x, sizeof u);
+    u = (u + 0x1000u) & 0xffffe000u;
+    std::memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32, d = A B + d, for each warp of the
+ * block: every thread posts its fragments, then computes its four entries of D from its
+ * warp's posts (the layout of the PTX ISA, as kernels/mlp_tile.cuh's vx_mma_tf32 states it:
+ * g = lane / 4, q = lane % 4; A(g + 8i, q + 4j) in a[i + 2j], B(q + 4j, g) in b[j],
+ * D(g + 8i, 2q + j) in d[2i + j]). Every thread of the block calls it at the same point,
+ * as the kernels call the real one. */
+inline void vx_emu_mma_tf32(float d[4], const float a[4], const float b[2]) {
+    unsigned long long t = vx_emu_linear(), base = t & ~31ull;
+    float *s = vx_emu_cur->mma, *mine = s + 10 * t;
+    for (int i = 0; i < 4; i++) mine[i] = a[i];
+    mine[4] = b[0];
+    mine[5] = b[1];
+    for (int i = 0; i < 4; i++) mine[6 + i] = d[i];
+    __syncthreads();
+    auto A = [&](int r, int k) { return s[10 * (base + (r % 8) * 4 + k % 4) + r / 8 + 2 * (k / 4)]; };
+    auto B = [&](int k, int n) { return s[10 * (base + n * 4 + k % 4) + 4 + k / 4]; };
+    auto C = [&](int r, int n) { return s[10 * (base + (r % 8) * 4 + n / 2) + 6 + n % 2 + 2 * (r / 8)]; };
+    int lane = (int)(t & 31), g = lane >> 2, q = lane & 3;
+    float out[4];
+    for (int e = 0; e < 4; e++) {
+        int r = g + 8 * (e >> 1), n = 2 * q + (e & 1);
+        float acc = C(r, n);
+        for (int k = 0; k < 8; k++) acc = std::fma(vx_emu_tf32(A(r, k)), vx_emu_tf32(B(k, n)), acc);
+        out[e] = acc;
+    }
+    __syncthreads();
+    for (int e = 0; e < 4; e++) d[e] = out[e];
+}
+
 template <class T> inline T __ldg(const T *p) { return *p; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
@@ -133,11 +172,12 @@ template <class K, class... A> void vx_emu_launch(dim3 grid, dim3 block, K kerne
     unsigned nt = block.x * block.y * block.z;
     std::vector<float> shfl(nt);
     std::vector<unsigned long long> shfl64(nt);
+    std::vector<float> mma(10 * (size_t)nt);
     for (unsigned bz = 0; bz < grid.z; bz++)
         for (unsigned by = 0; by < grid.y; by++)
             for (unsigned bx = 0; bx < grid.x; bx++) {
                 std::barrier<> bar((std::ptrdiff_t)nt);
-                vx_emu_block blk = {&bar, shfl.data(), shfl64.data()};
+                vx_emu_block blk = {&bar, shfl.data(), shfl64.data(), mma.data()};
                 std::vector<std::thread> th;
                 th.reserve(nt);
                 for (unsigned t = 0; t < nt; t++)

@@ -200,12 +200,146 @@ static void test_adam_kernel(void **state) {
     }
 }
 
+/* The network in double, its hidden layers from operands rounded as the tensor cores round
+ * them (tf32: both operands of each of their products) or not: the colour of sample x, and
+ * with dout (dL/d(output pre-activation) xyz, dL/d(raw density) w) its backward as
+ * fit_mlp_batch.cuh's computes it: dL/dweights added into wg, dL/d(raw) into draw[16]. */
+static void ref_network(const float *w, int layers, const float *x, int tf32, const float4 *dout, double rgb[3],
+                        double *wg, double draw[16]) {
+    const int W = VX_MLP_WIDTH, oo = vx_mlp_out_offset(layers);
+    double h1[VX_MLP_WIDTH], h2[VX_MLP_WIDTH], d2[VX_MLP_WIDTH], d1[VX_MLP_WIDTH];
+    /* a unit of a hidden layer: in double, or as the emulated tensor cores sum (float fmas of
+     * TF32-rounded operands from the bias up, in input order; hardware orders its sums its own
+     * way, which tests/gpu/test_fit_gpu.c allows for), so no hidden value lands on the other
+     * side of a TF32 rounding boundary than the kernel's */
+    auto unit = [&](double bias, int n, auto in, auto wt) {
+        if (!tf32) {
+            double a = bias;
+            for (int i = 0; i < n; i++) a += (double)(float)in(i) * (double)wt(i);
+            return a > 0 ? a : 0.0;
+        }
+        float a = (float)bias;
+        for (int i = 0; i < n; i++) a = std::fma(vx_emu_tf32((float)in(i)), vx_emu_tf32(wt(i)), a);
+        return a > 0 ? (double)a : 0.0;
+    };
+    for (int o = 0; o < W; o++)
+        h1[o] = unit(w[VX_MLP_B0 + o], VX_MLP_IN, [&](int i) { return (double)x[i]; }, [&](int i) { return w[i * W + o]; });
+    if (layers == 2)
+        for (int o = 0; o < W; o++)
+            h2[o] = unit(w[VX_MLP_L1 + W * W + o], W, [&](int i) { return h1[i]; },
+                         [&](int i) { return w[VX_MLP_L1 + o * W + i]; });
+    const double *hl = layers == 2 ? h2 : h1;
+    const float *w2 = w + oo;
+    for (int c = 0; c < 3; c++) {
+        double a = w2[3 * W + c];
+        for (int i = 0; i < W; i++) a += (double)w2[c * W + i] * (double)(float)hl[i];
+        rgb[c] = 1.0 / (1.0 + exp(-a));
+    }
+    if (!dout) return;
+    const double g[3] = {dout->x, dout->y, dout->z};
+    double *dl = layers == 2 ? d2 : d1;
+    for (int o = 0; o < W; o++) {
+        double a = 0;
+        for (int c = 0; c < 3; c++) {
+            a += g[c] * w2[c * W + o];
+            wg[oo + c * W + o] += g[c] * hl[o];
+        }
+        dl[o] = hl[o] > 0 ? a : 0;
+    }
+    for (int c = 0; c < 3; c++) wg[oo + 3 * W + c] += g[c];
+    if (layers == 2)
+        for (int i = 0; i < W; i++) {
+            double a = 0;
+            for (int o = 0; o < W; o++) {
+                a += d2[o] * w[VX_MLP_L1 + o * W + i];
+                wg[VX_MLP_L1 + o * W + i] += d2[o] * h1[i];
+            }
+            d1[i] = h1[i] > 0 ? a : 0;
+            wg[VX_MLP_L1 + W * W + i] += d2[i];
+        }
+    for (int o = 0; o < W; o++) {
+        for (int i = 0; i < VX_MLP_IN; i++) wg[i * W + o] += d1[o] * x[i];
+        wg[VX_MLP_B0 + o] += d1[o];
+    }
+    draw[0] = dout->w;
+    for (int i = 0; i < 15; i++) {
+        double a = 0;
+        for (int o = 0; o < W; o++) a += d1[o] * w[i * W + o];
+        draw[1 + i] = a;
+    }
+}
+
+/* fit --mlp-tensor-cores: the batched network with its hidden layers on the (emulated)
+ * tensor cores, and the FP32 one, each against the double-precision network of its own
+ * operands' rounding (TF32 or none): colours to 1e-6 (a fragment read from the wrong row or
+ * column of a tile is off by 1e-2 and more), dL/dweights and dL/d(raw) to float sums' rounding
+ * (a relu mask may flip where a hidden unit is within rounding of 0: a few entries may
+ * differ). The two kernels' colours differ by TF32's rounding, not more. Random weights,
+ * inputs and output gradients; three tiles, the last one partial. */
+static void test_tensor_core_network(void **state) {
+    (void)state;
+    for (int layers = 1; layers <= 2; layers++) {
+        const unsigned long long S = 150;
+        int nw = vx_mlp_weight_count(layers);
+        std::vector<float> w(nw);
+        for (int k = 0; k < nw; k++) w[k] = (float)uni(-0.4, 0.4);
+        std::vector<float> x0(S * 32, 0.0f);
+        for (unsigned long long s = 0; s < S; s++)
+            for (int i = 0; i < VX_MLP_IN; i++) x0[s * 32 + i] = (float)uni(-1, 1);
+        std::vector<float4> dout0(S);
+        for (auto &d : dout0) d = make_float4((float)uni(-1, 1), (float)uni(-1, 1), (float)uni(-1, 1), (float)uni(-1, 1));
+        std::vector<float4> rgb[2];
+        for (int tc = 0; tc < 2; tc++) {
+            std::vector<float> x = x0, wg(nw, 0.0f);
+            std::vector<float4> dout = dout0;
+            rgb[tc].assign(S, make_float4(0, 0, 0, 0));
+            vx_fit_mlp_batch B = {x.data(), NULL, rgb[tc].data(), dout.data(), NULL, NULL, NULL};
+            if (layers == 1) {
+                vx_emu_launch(dim3(2), dim3(VX_MLPB_THREADS), tc ? vx_fit_mlpb_forward_kernel<1, true> : vx_fit_mlpb_forward_kernel<1, false>,
+                              (const float *)w.data(), B, S);
+                vx_emu_launch(dim3(2), dim3(VX_MLPB_THREADS), tc ? vx_fit_mlpb_backward_kernel<1, true> : vx_fit_mlpb_backward_kernel<1, false>,
+                              (const float *)w.data(), B, S, wg.data());
+            } else {
+                vx_emu_launch(dim3(2), dim3(VX_MLPB_THREADS), tc ? vx_fit_mlpb_forward_kernel<2, true> : vx_fit_mlpb_forward_kernel<2, false>,
+                              (const float *)w.data(), B, S);
+                vx_emu_launch(dim3(2), dim3(VX_MLPB_THREADS), tc ? vx_fit_mlpb_backward_kernel<2, true> : vx_fit_mlpb_backward_kernel<2, false>,
+                              (const float *)w.data(), B, S, wg.data());
+            }
+            std::vector<double> wref(nw, 0.0);
+            std::vector<float> wref_f(nw), draw_ref(S * 16), draw(S * 16);
+            double worst = 0;
+            for (unsigned long long s = 0; s < S; s++) {
+                double ref[3], dr[16];
+                ref_network(w.data(), layers, &x0[s * 32], tc, &dout0[s], ref, wref.data(), dr);
+                const float *c = (const float *)&rgb[tc][s];
+                for (int k = 0; k < 3; k++) worst = fmax(worst, fabs(c[k] - ref[k]));
+                for (int k = 0; k < 16; k++) {
+                    draw_ref[s * 16 + k] = (float)dr[k];
+                    draw[s * 16 + k] = x[s * 32 + k];
+                }
+            }
+            for (int k = 0; k < nw; k++) wref_f[k] = (float)wref[k];
+            print_message("%d layer(s), %s: colour vs the double network of its rounding %.2g\n", layers,
+                          tc ? "tensor cores" : "FP32", worst);
+            assert_true(worst < 1e-6);
+            compare_most(wref_f.data(), wg.data(), (size_t)nw, 1e-4, 1e-5, 4, tc ? "weight gradient (tensor cores)" : "weight gradient (FP32)");
+            compare_most(draw_ref.data(), draw.data(), draw.size(), 1e-4, 1e-5, 4, tc ? "dL/d(raw) (tensor cores)" : "dL/d(raw) (FP32)");
+        }
+        double diff = 0;
+        for (unsigned long long s = 0; s < S; s++)
+            for (int k = 0; k < 3; k++) diff = fmax(diff, fabs(((const float *)&rgb[0][s])[k] - ((const float *)&rgb[1][s])[k]));
+        print_message("%d layer(s): tensor cores vs FP32, colour %.2g\n", layers, diff);
+        assert_true(diff > 0.0 && diff < 5e-3); /* TF32's rounding, and only that */
+    }
+}
+
 int main(void) {
     vx_emu_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batched_kernel),
         cmocka_unit_test(test_per_ray_kernel),
         cmocka_unit_test(test_adam_kernel),
+        cmocka_unit_test(test_tensor_core_network),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -754,6 +754,78 @@ static void test_mlp_step(void **state) {
     }
 }
 
+/* ||a - b|| / ||b|| over n entries. */
+static double rel_l2(const float *a, const float *b, size_t n) {
+    double d = 0.0, r = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        r += (double)b[i] * b[i];
+    }
+    return r > 0.0 ? sqrt(d / r) : sqrt(d);
+}
+
+/* fit --mlp-tensor-cores on hardware: the batched step with the network's hidden layers on
+ * the tensor cores (TF32) against the CPU and against the FP32 kernels on the same rays.
+ * Colours within TF32's rounding of the CPU's (a fragment in the wrong place of a tile
+ * costs ~0.1 and more) and not equal to the FP32 kernel's (the tensor cores ran); the
+ * gradients within 2% of the FP32 kernel's in norm (relu units near their kink may flip
+ * between the two). The per-ray kernel refuses the flag. */
+static void test_mlp_tensor_cores(void **state) {
+    (void)state;
+    for (int trial = 0; trial < 4; trial++) {
+        vx_fit_model f, h[2];
+        int layers = 1 + trial % 2, bricked = trial / 2;
+        random_mlp_model(&f, layers, bricked);
+        size_t nw = (size_t)vx_mlp_weight_count(layers), n = 0;
+        vx_fit_batch b;
+        random_batch(&f, &b, 2000);
+        OK(vx_fit_occupancy_build_cpu(&f, 4));
+        vx_fit_zero_grad_cpu(&f);
+        float *rc = malloc((size_t)b.n * 3 * sizeof(float)), *rg[2];
+        double lc = vx_fit_rays_backward_cpu(&f, &b, rc), lg[2];
+        for (int tc = 0; tc < 2; tc++) {
+            vx_fit_device *g;
+            OK(vx_fit_model_upload_cuda(&g, &f, b.n));
+            OK(vx_fit_set_mlp_kernel_cuda(g, 2));
+            OK(vx_fit_set_mlp_tc_cuda(g, tc));
+            OK(vx_fit_update_params_cuda(g, 1e-4f));
+            OK(vx_fit_occupancy_build_cuda(g, 4));
+            OK(vx_fit_zero_grad_cuda(g));
+            rg[tc] = malloc((size_t)b.n * 3 * sizeof(float));
+            OK(vx_fit_rays_backward_cuda(g, &b, rg[tc], &lg[tc]));
+            host_twin(&f, &h[tc]);
+            OK(vx_fit_model_download_cuda(g, &h[tc]));
+            n = nvox(&f) * f.nc;
+            if (tc) { /* the per-ray kernel refuses the flag */
+                double l;
+                OK(vx_fit_set_mlp_kernel_cuda(g, 1));
+                assert_int_equal(vx_fit_rays_backward_cuda(g, &b, NULL, &l), -1);
+                assert_non_null(strstr(vx_errmsg(), "tensor"));
+                vx_clear_error();
+            }
+            vx_fit_model_free_cuda(g);
+        }
+        double worst = 0.0, moved = 0.0;
+        for (size_t i = 0; i < (size_t)b.n * 3; i++) {
+            worst = fmax(worst, fabs(rg[1][i] - rc[i]));
+            moved = fmax(moved, fabs(rg[1][i] - rg[0][i]));
+        }
+        double eg = rel_l2(h[1].grad, h[0].grad, n), ew = rel_l2(h[1].mlp_grad, h[0].mlp_grad, nw);
+        print_message("trial %d: %d layer(s), %s: colours vs CPU %.2g (FP32 kernel vs tensor cores %.2g), loss CPU %.9g "
+                      "FP32 %.9g TF32 %.9g; gradient vs FP32 kernel: grid %.2g, weights %.2g (relative L2)\n",
+                      trial, layers, bricked ? "bricked" : "dense", worst, moved, lc, lg[0], lg[1], eg, ew);
+        assert_true(worst < 5e-3);
+        assert_true(moved > 0.0);
+        assert_true(fabs(lg[1] - lc) <= 1e-2 * lc);
+        assert_true(eg < 2e-2 && ew < 2e-2);
+        free(rc); free(rg[0]); free(rg[1]);
+        vx_fit_batch_free(&b);
+        vx_fit_model_free(&f);
+        vx_fit_model_free(&h[0]);
+        vx_fit_model_free(&h[1]);
+    }
+}
+
 /* The mlp decoder's step on rays drawn on the device (how `fit` trains) equals the CPU's on
  * the same rays drawn on the host, both kernels. */
 static void test_mlp_sampled_rays(void **state) {
@@ -831,6 +903,7 @@ int main(void) {
         cmocka_unit_test(test_training_steps),
         cmocka_unit_test(test_mlp_step),
         cmocka_unit_test(test_mlp_sampled_rays),
+        cmocka_unit_test(test_mlp_tensor_cores),
         cmocka_unit_test(test_coarse_level),
     };
     if (getenv("VX_TEST_FILTER")) cmocka_set_test_filter(getenv("VX_TEST_FILTER"));
