@@ -238,6 +238,16 @@ vx_fit_mlpb_backward_kernel(const float *__restrict__ w, vx_fit_mlp_batch B, uns
         for (int b = 0; b < 4; b++) gw1[a][b] = 0.0f;
         gw0[a][0] = gw0[a][1] = 0.0f;
     }
+    /* TC: dW1 and dW0 as the tensor cores' 16x8 tiles instead, warp w holding units (rows)
+     * 16 (w % 4) .. + 15 and inputs (columns) 32 (w / 4) .. + 31 of dW1, 16 (w / 4) .. + 15
+     * of dW0 (vx_mma_tiles_tf32's fragments: entry e of tile j is row g + 8 (e / 2),
+     * column 8 j + 2 q + e % 2) */
+    const int wm0 = 16 * ((t >> 5) & 3), wn1 = 32 * (t >> 7), wn0 = 16 * (t >> 7);
+    float tw1[4][4], tw0[2][4];
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) tw1[j][e] = tw0[j & 1][e] = 0.0f;
     unsigned long long tiles = (S + VX_MLPB_TILE - 1) / VX_MLPB_TILE;
     for (unsigned long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         unsigned long long s0 = tile * VX_MLPB_TILE;
@@ -274,7 +284,32 @@ vx_fit_mlpb_backward_kernel(const float *__restrict__ w, vx_fit_mlp_batch B, uns
 #pragma unroll
             for (int j = 0; j < 4; j++) hl[(ty + 16 * i) * VX_MLPB_HS + tx + 16 * j] = dl[i][j];
         __syncthreads();
-        if (LAYERS == 2) { /* h2 holds d2: dW1, b1, then d1 = d2 . W1 where h1 is on */
+        if (LAYERS == 2 && TC) { /* the same on the tensor cores */
+            /* dW1[o][i] += sum_s d2[s][o] h1[s][i]: A(o, s) = h2[s][o], B(s, i) = h1[s][i] */
+            vx_mma_tiles_tf32<4, VX_MLPB_TILE>(tw1, h2 + wm0, 1, VX_MLPB_HS, h1 + wn1, VX_MLPB_HS, 1);
+            if (t >= 64 && t < 128)
+                for (int s = 0; s < VX_MLPB_TILE; s++) gb += h2[s * VX_MLPB_HS + t - 64];
+            /* d1[s][i] = sum_o d2[s][o] W1[o][i] where h1[s][i] is on: A(s, o) = h2[s][o], B(o, i) = W1[o][i] */
+            float d1[4][4];
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) d1[j][e] = 0.0f;
+            vx_mma_tiles_tf32<4, VX_MLP_WIDTH>(d1, h2 + wm0 * VX_MLPB_HS, VX_MLPB_HS, 1, sm + VX_MLPB_W1 + wn1,
+                                               VX_MLPB_HS, 1);
+            const int g = (t & 31) >> 2, q = t & 3;
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    if (!(h1[(wm0 + g + 8 * (e >> 1)) * VX_MLPB_HS + wn1 + 8 * j + 2 * q + (e & 1)] > 0.0f)) d1[j][e] = 0.0f;
+            __syncthreads();
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) h1[(wm0 + g + 8 * (e >> 1)) * VX_MLPB_HS + wn1 + 8 * j + 2 * q + (e & 1)] = d1[j][e];
+            __syncthreads();
+        } else if (LAYERS == 2) { /* h2 holds d2: dW1, b1, then d1 = d2 . W1 where h1 is on */
             for (int s = 0; s < VX_MLPB_TILE; s++) {
                 float4 d4 = *(const float4 *)(h2 + s * VX_MLPB_HS + 4 * ty), h4 = *(const float4 *)(h1 + s * VX_MLPB_HS + 4 * tx);
                 float dv[4] = {d4.x, d4.y, d4.z, d4.w}, hv[4] = {h4.x, h4.y, h4.z, h4.w};
@@ -312,14 +347,18 @@ vx_fit_mlpb_backward_kernel(const float *__restrict__ w, vx_fit_mlp_batch B, uns
             __syncthreads();
         }
         /* h1 holds d1: dW0, b0, then dL/d(input) = d1 . W0 for the 15 features */
-        for (int s = 0; s < VX_MLPB_TILE; s++) {
-            float4 d4 = *(const float4 *)(h1 + s * VX_MLPB_HS + 4 * ty);
-            float2 x2 = *(const float2 *)(sx + s * VX_MLPB_XS + 2 * tx);
-            float dv[4] = {d4.x, d4.y, d4.z, d4.w}, xv[2] = {x2.x, x2.y};
-#pragma unroll
-            for (int a = 0; a < 4; a++) {
-                gw0[a][0] = fmaf(dv[a], xv[0], gw0[a][0]);
-                gw0[a][1] = fmaf(dv[a], xv[1], gw0[a][1]);
+        if (TC) { /* dW0[o][i] += sum_s d1[s][o] x[s][i]: A(o, s) = h1[s][o], B(s, i) = x[s][i] */
+            vx_mma_tiles_tf32<2, VX_MLPB_TILE>(tw0, h1 + wm0, 1, VX_MLPB_HS, sx + wn0, VX_MLPB_XS, 1);
+        } else {
+            for (int s = 0; s < VX_MLPB_TILE; s++) {
+                float4 d4 = *(const float4 *)(h1 + s * VX_MLPB_HS + 4 * ty);
+                float2 x2 = *(const float2 *)(sx + s * VX_MLPB_XS + 2 * tx);
+                float dv[4] = {d4.x, d4.y, d4.z, d4.w}, xv[2] = {x2.x, x2.y};
+    #pragma unroll
+                for (int a = 0; a < 4; a++) {
+                    gw0[a][0] = fmaf(dv[a], xv[0], gw0[a][0]);
+                    gw0[a][1] = fmaf(dv[a], xv[1], gw0[a][1]);
+                }
             }
         }
         if (t < 64)
@@ -350,18 +389,34 @@ vx_fit_mlpb_backward_kernel(const float *__restrict__ w, vx_fit_mlp_batch B, uns
     }
     /* one atomic per weight per block */
     const int oo = vx_mlp_out_offset(LAYERS);
+    if (TC) {
+        const int g = (t & 31) >> 2, q = t & 3;
 #pragma unroll
-    for (int a = 0; a < 4; a++)
+        for (int e = 0; e < 4; e++) {
+            int o = wm0 + g + 8 * (e >> 1);
 #pragma unroll
-        for (int b = 0; b < 2; b++) {
-            int o = 4 * ty + a, i = 2 * tx + b;
-            if (i < VX_MLP_IN) atomicAdd(wgrad + i * W + o, gw0[a][b]);
+            for (int j = 0; j < 2; j++) {
+                int i = wn0 + 8 * j + 2 * q + (e & 1);
+                if (i < VX_MLP_IN) atomicAdd(wgrad + i * W + o, tw0[j][e]);
+            }
+            if (LAYERS == 2)
+#pragma unroll
+                for (int j = 0; j < 4; j++) atomicAdd(wgrad + VX_MLP_L1 + o * W + wn1 + 8 * j + 2 * q + (e & 1), tw1[j][e]);
         }
-    if (LAYERS == 2)
+    } else {
 #pragma unroll
         for (int a = 0; a < 4; a++)
 #pragma unroll
-            for (int b = 0; b < 4; b++) atomicAdd(wgrad + VX_MLP_L1 + (4 * ty + a) * W + 4 * tx + b, gw1[a][b]);
+            for (int b = 0; b < 2; b++) {
+                int o = 4 * ty + a, i = 2 * tx + b;
+                if (i < VX_MLP_IN) atomicAdd(wgrad + i * W + o, gw0[a][b]);
+            }
+        if (LAYERS == 2)
+#pragma unroll
+            for (int a = 0; a < 4; a++)
+#pragma unroll
+                for (int b = 0; b < 4; b++) atomicAdd(wgrad + VX_MLP_L1 + (4 * ty + a) * W + 4 * tx + b, gw1[a][b]);
+    }
     if (t < 3 * W) atomicAdd(wgrad + oo + t, gw2); /* [c][o]: c = t / 64, o = t % 64 */
     if (t < 64) atomicAdd(wgrad + VX_MLP_B0 + t, gb);
     else if (t < 128) { if (LAYERS == 2) atomicAdd(wgrad + VX_MLP_L1 + W * W + t - 64, gb); }

@@ -124,6 +124,26 @@ __device__ __forceinline__ void vx_mma_tf32(float d[4], const float a[4], const 
 #endif
 }
 
+/* acc[j] += A B_j over K (a multiple of 8) on the tensor cores, for the warp's 16 rows of A
+ * and NT 8-column tiles of B: A(m, k) = pa[m am + k ak], B_j(k, n) = pb[k bk + (8j + n) bn]
+ * (strides in floats, so either operand may be read transposed from shared memory). */
+template <int NT, int K>
+__device__ __forceinline__ void vx_mma_tiles_tf32(float acc[NT][4], const float *pa, int am, int ak, const float *pb,
+                                                  int bk, int bn) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+#pragma unroll
+    for (int k0 = 0; k0 < K; k0 += 8) {
+        const float *a0 = pa + g * am + (k0 + q) * ak;
+        float a[4] = {a0[0], a0[8 * am], a0[4 * ak], a0[8 * am + 4 * ak]};
+#pragma unroll
+        for (int j = 0; j < NT; j++) {
+            const float *b0 = pb + (k0 + q) * bk + (8 * j + g) * bn;
+            float b[2] = {b0[0], b0[4 * bk]};
+            vx_mma_tf32(acc[j], a, b);
+        }
+    }
+}
+
 /* vx_mlpt_linear on the tensor cores (TF32 operands, FP32 sums): warp w computes samples
  * 16 (w % 4) .. + 15 and units 32 (w / 4) .. + 31 as four 16x8 tiles, K / 8 steps each.
  * Needs the block's 256 threads (8 warps). Shared-memory reads are conflict-free: rows
@@ -139,17 +159,7 @@ __device__ __forceinline__ void vx_mlpt_linear_tc(const float *in, const float *
         float b0 = b[n0 + 8 * j + 2 * q], b1 = b[n0 + 8 * j + 2 * q + 1];
         acc[j][0] = b0; acc[j][1] = b1; acc[j][2] = b0; acc[j][3] = b1;
     }
-#pragma unroll
-    for (int k0 = 0; k0 < K; k0 += 8) {
-        const float *r0 = in + (m0 + g) * IS + k0 + q, *r8 = r0 + 8 * IS;
-        float a[4] = {r0[0], r8[0], r0[4], r8[4]};
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const float *wr = Wt + (n0 + 8 * j + g) * WS + k0 + q;
-            float bb[2] = {wr[0], wr[4]};
-            vx_mma_tf32(acc[j], a, bb);
-        }
-    }
+    vx_mma_tiles_tf32<4, K>(acc, in + m0 * IS, IS, 1, Wt + n0 * WS, 1, WS); /* B(k, n) = W[n][k] */
 #pragma unroll
     for (int j = 0; j < 4; j++) {
         float *o0 = out + (m0 + g) * VX_MLPB_HS + n0 + 8 * j + 2 * q, *o8 = o0 + 8 * VX_MLPB_HS;

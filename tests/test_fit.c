@@ -2286,6 +2286,13 @@ static void test_commands(void **state) {
     assert_int_equal(run_cmd(vx_cmd_fit, b5), 1);
     assert_non_null(strstr(vx_errmsg(), "exists already"));
     assert_false(exists(out3, "scene.json"));
+    /* --mlp-tensor-cores is a CUDA option: on the CPU it says so and trains as without it */
+    char out4[700];
+    snprintf(out4, sizeof out4, "%s/tc_cpu", vx_test_tmpdir());
+    const char *c1[] = {"fit", dir, "-o", out4, "--decoder", "mlp", "--mlp-tensor-cores", "--res", "8", "--iters", "2",
+                        "--backend", "cpu", NULL};
+    assert_int_equal(run_cmd(vx_cmd_fit, c1), 0);
+    assert_true(exists(out4, "scene.json"));
     const char *u21[] = {"fit", dir, "-o", out3, "--coarse", NULL};
     assert_int_equal(run_cmd(vx_cmd_fit, u21), 2);
     const char *u22[] = {"fit", dir, "-o", out3, "--coarse", "2,3,4,5,6", NULL}; /* more than VX_FIT_LEVELS */

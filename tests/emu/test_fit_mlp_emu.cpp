@@ -200,10 +200,11 @@ static void test_adam_kernel(void **state) {
     }
 }
 
-/* The network in double, its hidden layers from operands rounded as the tensor cores round
- * them (tf32: both operands of each of their products) or not: the colour of sample x, and
- * with dout (dL/d(output pre-activation) xyz, dL/d(raw density) w) its backward as
- * fit_mlp_batch.cuh's computes it: dL/dweights added into wg, dL/d(raw) into draw[16]. */
+/* The network in double, the products the tensor cores compute (the hidden layers; in the
+ * backward dW1, d1 and dW0) from operands rounded as they round them (tf32) or not: the
+ * colour of sample x, and with dout (dL/d(output pre-activation) xyz, dL/d(raw density) w)
+ * its backward as fit_mlp_batch.cuh's computes it: dL/dweights added into wg, dL/d(raw)
+ * into draw[16]. */
 static void ref_network(const float *w, int layers, const float *x, int tf32, const float4 *dout, double rgb[3],
                         double *wg, double draw[16]) {
     const int W = VX_MLP_WIDTH, oo = vx_mlp_out_offset(layers);
@@ -247,18 +248,20 @@ static void ref_network(const float *w, int layers, const float *x, int tf32, co
         dl[o] = hl[o] > 0 ? a : 0;
     }
     for (int c = 0; c < 3; c++) wg[oo + 3 * W + c] += g[c];
+    /* the products the tensor cores take over in the backward (dW1, d1, dW0): TF32 operands */
+    auto r = [&](double v) { return tf32 ? (double)vx_emu_tf32((float)v) : v; };
     if (layers == 2)
         for (int i = 0; i < W; i++) {
             double a = 0;
             for (int o = 0; o < W; o++) {
-                a += d2[o] * w[VX_MLP_L1 + o * W + i];
-                wg[VX_MLP_L1 + o * W + i] += d2[o] * h1[i];
+                a += r(d2[o]) * r(w[VX_MLP_L1 + o * W + i]);
+                wg[VX_MLP_L1 + o * W + i] += r(d2[o]) * r(h1[i]);
             }
             d1[i] = h1[i] > 0 ? a : 0;
             wg[VX_MLP_L1 + W * W + i] += d2[i];
         }
     for (int o = 0; o < W; o++) {
-        for (int i = 0; i < VX_MLP_IN; i++) wg[i * W + o] += d1[o] * x[i];
+        for (int i = 0; i < VX_MLP_IN; i++) wg[i * W + o] += r(d1[o]) * r(x[i]);
         wg[VX_MLP_B0 + o] += d1[o];
     }
     draw[0] = dout->w;
