@@ -17,9 +17,8 @@ extern "C" int vx_fit_coarse_restrict_cuda(vx_fit_device *g) {
     double t0 = 0.0;
     if (vx_fitd_prof_start(g, &t0)) return -1;
     for (int l = 0; l < g->m.nlevels; l++) {
-        if (!vx_fit_coarse_active(&g->m, l)) continue; /* its voxel not yet twice the fine one */
         vx_fit_coarse_map cm;
-        if (vx_fit_coarse_map_of(&g->m, l, &cm)) return -1;
+        if (!vx_fit_coarse_active(&g->m, l, &cm)) continue; /* its voxel not yet twice the fine one */
         if (g->coarse_version == 2) {
             vx_fit_coarse_restrict2_kernel<<<(unsigned)blocks, 512>>>(g->d_grad, g->d_alive, vx_fitd_index(g), g->m.nc,
                                                                       cm, tiles[0], tiles[1], g->d_lv[l][0]);
@@ -39,9 +38,8 @@ extern "C" int vx_fit_coarse_apply_cuda(vx_fit_device *g, const vx_fit_hparams *
     int act[VX_FIT_LEVELS];
     double t0 = 0.0;
     for (int l = 0; l < g->m.nlevels; l++) {
-        if (!vx_fit_coarse_active(&g->m, l)) continue;
+        if (!vx_fit_coarse_active(&g->m, l, &S.m[S.n])) continue;
         if (!S.n && vx_fitd_prof_start(g, &t0)) return -1;
-        if (vx_fit_coarse_map_of(&g->m, l, &S.m[S.n])) return -1;
         float bc1, bc2;
         vx_fit_coarse_bias(&g->m, l, h->beta1, h->beta2, &bc1, &bc2);
         size_t n = vx_fit_coarse_entries(&g->m, l);

@@ -43,6 +43,9 @@ int vx_fit_coarse_init_cpu(vx_fit_model *f, int res) {
     return 0;
 }
 
+/* Whether a level voxel ch serves a fine voxel h: at least twice it (to rounding). */
+static int vx__twice(double ch, double h) { return h > 0 && ch >= 2.0 * h * (1.0 - 1e-6); }
+
 /* Level l's map for the current lattice; the axis where it fails (its voxel less than twice
  * the fine one), or -1 where it holds. */
 static int vx__map(const vx_fit_model *f, int l, vx_fit_coarse_map *m, double *hf, double *hc) {
@@ -55,15 +58,15 @@ static int vx__map(const vx_fit_model *f, int l, vx_fit_coarse_map *m, double *h
         m->b[a] = (float)((f->box_lo[a] + 0.5 * h - c->lo[a]) / ch - 0.5);
         *hf = h;
         *hc = ch;
-        if (!(h > 0) || !(ch >= 2.0 * h * (1.0 - 1e-6))) return a;
+        if (!vx__twice(ch, h)) return a;
     }
     return -1;
 }
 
-int vx_fit_coarse_active(const vx_fit_model *f, int l) {
-    vx_fit_coarse_map m;
+int vx_fit_coarse_active(const vx_fit_model *f, int l, vx_fit_coarse_map *m) {
+    vx_fit_coarse_map own;
     double h, ch;
-    return l >= 0 && l < f->nlevels && vx__map(f, l, &m, &h, &ch) < 0;
+    return l >= 0 && l < f->nlevels && vx__map(f, l, m ? m : &own, &h, &ch) < 0;
 }
 
 int vx_fit_coarse_first_stage(const vx_fit_model *f, int l, const int (*res)[3], int stages) {
@@ -72,7 +75,7 @@ int vx_fit_coarse_first_stage(const vx_fit_model *f, int l, const int (*res)[3],
         int ok = 1;
         for (int a = 0; a < 3; a++) {
             double edge = f->box_hi[a] - f->box_lo[a], h = edge / res[s][a], ch = (c->hi[a] - c->lo[a]) / c->n[a];
-            ok = ok && ch >= 2.0 * h * (1.0 - 1e-6);
+            ok = ok && vx__twice(ch, h);
         }
         if (ok) return s;
     }
@@ -103,9 +106,8 @@ int vx_fit_coarse_restrict_cpu(vx_fit_model *f) {
     size_t nv = vx_fit_storage_voxels(f);
     int nc = f->nc, ncc = nc - 1;
     for (int l = 0; l < f->nlevels; l++) {
-        if (!vx_fit_coarse_active(f, l)) continue;
         vx_fit_coarse_map m;
-        if (vx_fit_coarse_map_of(f, l, &m)) return -1;
+        if (!vx_fit_coarse_active(f, l, &m)) continue;
         float *cg = f->lv[l].grad;
         for (size_t v = 0; v < nv; v++) {
             if (!f->alive[v]) continue;
@@ -130,8 +132,7 @@ int vx_fit_coarse_apply_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr) 
     int act[VX_FIT_LEVELS], na = 0;
     vx_fit_coarse_map m[VX_FIT_LEVELS];
     for (int l = 0; l < f->nlevels; l++) {
-        if (!vx_fit_coarse_active(f, l)) continue;
-        if (vx_fit_coarse_map_of(f, l, &m[na])) return -1;
+        if (!vx_fit_coarse_active(f, l, &m[na])) continue;
         act[na++] = l;
         float bc1, bc2;
         vx_fit_coarse_bias(f, l, h->beta1, h->beta2, &bc1, &bc2);

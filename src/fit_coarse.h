@@ -69,8 +69,9 @@ static inline void vx_fit_coarse_free(vx_fit_model *f) {
     f->nlevels = 0;
 }
 /* Whether level l takes steps in f's current lattice: its voxel at least twice the fine one
- * on every axis (the CUDA restriction's window assumes it; a coarser level is the point). */
-int vx_fit_coarse_active(const vx_fit_model *f, int l);
+ * on every axis (the CUDA restriction's window assumes it; a coarser level is the point);
+ * then its map into *m when m is not NULL. */
+int vx_fit_coarse_active(const vx_fit_model *f, int l, vx_fit_coarse_map *m);
 /* The first of the stages (lattices res[0..stages-1] over f's box: each stage's voxel, as
  * the crop keeps it) where level l is active, or -1 where it never is. */
 int vx_fit_coarse_first_stage(const vx_fit_model *f, int l, const int (*res)[3], int stages);

@@ -32,7 +32,7 @@ static void fc_random_model(vx_fit_model *f, int bricked, double (*uniform)(doub
     if (inactive) assert_int_equal(vx_fit_coarse_init_cpu(f, 3 * (int)fmax(res[0], fmax(res[1], res[2]))), 0);
     for (int a = 0; a < 3; a++) { f->box_lo[a] = lo[a]; f->box_hi[a] = hi[a]; }
     for (int l = 0; l < f->nlevels; l++)
-        assert_int_equal(vx_fit_coarse_active(f, l), !(inactive && l == f->nlevels - 1));
+        assert_int_equal(vx_fit_coarse_active(f, l, NULL), !(inactive && l == f->nlevels - 1));
     assert_int_equal(vx_fit_update_params(f, 1e-4f), 0);
     size_t nv = (size_t)res[0] * res[1] * res[2];
     for (size_t v = 0; v < nv; v++) {

@@ -48,7 +48,7 @@ static void test_coarse_map(void **state) {
         random_coarse_model(&f, 0);
         for (int l = 0; l < f.nlevels; l++) {
             vx_fit_coarse_map m;
-            if (!vx_fit_coarse_active(&f, l)) {
+            if (!vx_fit_coarse_active(&f, l, NULL)) {
                 assert_int_equal(vx_fit_coarse_map_of(&f, l, &m), -1);
                 continue;
             }
@@ -75,7 +75,7 @@ static void test_coarse_map(void **state) {
     assert_int_equal(vx_fit_model_init_cpu(&f, res, 1, lo, hi, 0.5f, 0.0f, bg, 0.1f), 0);
     assert_int_equal(vx_fit_coarse_init_cpu(&f, 9), 0);
     vx_fit_coarse_map m;
-    assert_int_equal(vx_fit_coarse_active(&f, 0), 0);
+    assert_int_equal(vx_fit_coarse_active(&f, 0, NULL), 0);
     assert_int_equal(vx_fit_coarse_map_of(&f, 0, &m), -1);
     assert_non_null(strstr(vx_errmsg(), "at least twice"));
     /* the stages where it would be active: from the first twice as fine as it */
@@ -114,7 +114,7 @@ static void check_restrict_apply(int bricked) {
         for (int l = 0; l < nl; l++) {
             nco[l] = vx_fit_coarse_entries(&f, l);
             gc[l] = calloc(nco[l], sizeof *gc[l]);
-            if (!vx_fit_coarse_active(&f, l)) continue; /* its gradient stays zero */
+            if (!vx_fit_coarse_active(&f, l, NULL)) continue; /* its gradient stays zero */
             for (size_t v = 0; v < nv; v++) {
                 int x, y, z;
                 if (!f.alive[v] || vx_fit_xyz(&L, v, &x, &y, &z)) continue;
@@ -144,7 +144,7 @@ static void check_restrict_apply(int bricked) {
         f.t = 1 + (long long)vx_test_uniform(0, 100);
         assert_int_equal(vx_fit_coarse_apply_cpu(&f, &h, lr), 0);
         for (int l = 0; l < nl; l++) {
-            int on = vx_fit_coarse_active(&f, l);
+            int on = vx_fit_coarse_active(&f, l, NULL);
             assert_true(f.lv[l].t0 == (on ? f.t - 1 : -1)); /* started by its first step only */
             for (size_t j = 0; j < nco[l]; j++) {
                 assert_true(f.lv[l].grad[j] == 0.0f); /* consumed */
@@ -157,7 +157,7 @@ static void check_restrict_apply(int bricked) {
             for (int c = 0; c < nc; c++) {
                 double want = before[v * nc + c];
                 for (int l = 0; l < nl; l++) {
-                    if (!(c > 0 && f.alive[v] && lattice && vx_fit_coarse_active(&f, l))) continue;
+                    if (!(c > 0 && f.alive[v] && lattice && vx_fit_coarse_active(&f, l, NULL))) continue;
                     size_t idx[8];
                     double w[8];
                     ref_corners(&f, l, x, y, z, idx, w);

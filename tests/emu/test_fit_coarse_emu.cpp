@@ -31,7 +31,7 @@ static void check(int bricked) {
             size_t nco = vx_fit_coarse_entries(&f, l);
             cgrad[l].assign(nco, 0.0f);
             cgrad2[l].assign(nco, 0.0f);
-            if (!vx_fit_coarse_active(&f, l)) continue;
+            if (!vx_fit_coarse_active(&f, l, NULL)) continue;
             OK(vx_fit_coarse_map_of(&f, l, &cm[l]));
             vx_emu_launch(dim3(blocks), dim3(512), vx_fit_coarse_restrict_kernel, (const float *)grad.data(),
                           (const unsigned char *)f.alive, L, nc, cm[l], tiles[0], tiles[1], cgrad[l].data());
@@ -65,7 +65,7 @@ static void check(int bricked) {
             mom[l].assign(f.lv[l].m, f.lv[l].m + nco);
             var[l].assign(f.lv[l].v, f.lv[l].v + nco);
             step[l].assign(f.lv[l].grad, f.lv[l].grad + nco);
-            if (!vx_fit_coarse_active(&f, l)) continue;
+            if (!vx_fit_coarse_active(&f, l, NULL)) continue;
             double t = l == 0 ? 3.0 : 1.0;
             float bc1 = (float)(1.0 - pow(h.beta1, t)), bc2 = (float)(1.0 - pow(h.beta2, t));
             vx_emu_launch(dim3((unsigned)((nco + 255) / 256)), dim3(256), vx_fit_coarse_adam_kernel, step[l].data(),
