@@ -19,8 +19,9 @@
 #   rbg5       test_fit_gpu's sampled-ray tests (the random background and the mlp's density
 #              regularisers against the CPU on hardware), then lego mlp --coarse 64
 #              --mlp-dir-degree 1 --random-bg for 5 minutes against md1 (FIT.md session 20)
-#   md1b       lego md1 (mlp --coarse 64 --mlp-dir-degree 1, the best lego recipe) for 5 minutes,
-#              then `bench fit` on its scene (the copy bandwidth of the same run): for the H200
+#   md1b       test_fit_gpu (quick, all of it), lego md1 (mlp --coarse 64 --mlp-dir-degree 1, the
+#              best lego recipe) for 5 minutes, then `bench fit` on its scene (the copy bandwidth
+#              of the same run; the tensor-core rows beside the FP32 ones): for the H200
 #   pyr5       test_fit_gpu's coarse-level test (levels active and waiting), then lego mlp
 #              --coarse 64,128 --mlp-dir-degree 1 for 5 minutes against md1 (FIT.md session 21)
 #   variants   OUTDIR DATASET SECONDS NAME=ARGS...: one fit a variant (ARGS split on spaces,
@@ -72,6 +73,19 @@ fit() { # NAME DATASET SECONDS ARGS...
     [ -f "$out/summary.md" ] || sh "$here/fit_summary.sh" --header > "$out/summary.md"
     sh "$here/fit_summary.sh" "$out/$name.fit.log" "$name" "$* $extra" "$(( $(date +%s) - t0 ))" | tee -a "$out/summary.md"
 }
+bench_level() { # NAME LOG: `bench fit` on run NAME's scene with the level it was fitted with
+    # (R = its last lattice's longest edge / 8, as the fit's --coarse 64 over a 512 lattice)
+    local r
+    r=$(grep '^fit: *stage [0-9]' "$out/$1.fit.log" | tail -n 1 |
+        awk '{ split($4, n, "x"); m = n[1]; if (n[2] > m) m = n[2]; if (n[3] > m) m = n[3]; print int(m / 8) }')
+    echo "-- bench fit on the scene, --coarse $r"
+    "$VOXRAY" bench fit "$out/$1" .lego --coarse "$r" --steps 10 --batch 65536 2>&1 | tee "$out/$2"
+}
+gpu_tests() { # FILTER LOG: test_fit_gpu (quick) on the tests FILTER names; nothing timed if one fails
+    VX_FIT_GPU_QUICK=1 VX_TEST_FILTER="$1" "$BIN/test_fit_gpu" > "$out/$2" 2>&1 ||
+        { tail -8 "$out/$2"; echo "test_fit_gpu ($1) failed: nothing timed"; exit 1; }
+    tail -3 "$out/$2"
+}
 case "$step" in
 check)
     echo "-- test_fit_gpu (VX_FIT_GPU_QUICK=1)"
@@ -102,30 +116,21 @@ check-sh)
     for k in 1 2; do "$VOXRAY" bench fit "$out/mic20-sh3" .mic --steps 10 2>&1; done | tee "$out/bench_fit_sh3.log"
     ;;
 level5)
-    VX_FIT_GPU_QUICK=1 VX_TEST_FILTER='test_coarse*' "$BIN/test_fit_gpu" > "$out/test_coarse.log" 2>&1 ||
-        { tail -8 "$out/test_coarse.log"; echo "test_coarse_level failed: nothing timed"; exit 1; }
+    gpu_tests 'test_coarse*' test_coarse.log
     fit lego300-mc64 .lego 300 $mlp --val-split test --coarse 64 || exit 1
-    r=$(grep '^fit: *stage [0-9]' "$out/lego300-mc64.fit.log" | tail -n 1 |
-        awk '{ split($4, n, "x"); m = n[1]; if (n[2] > m) m = n[2]; if (n[3] > m) m = n[3]; print int(m / 8) }')
-    echo "-- bench fit on the scene, --coarse $r"
-    "$VOXRAY" bench fit "$out/lego300-mc64" .lego --coarse "$r" --steps 10 --batch 65536 2>&1 | tee "$out/bench_level.log"
+    bench_level lego300-mc64 bench_level.log
     ;;
 rbg5)
-    VX_FIT_GPU_QUICK=1 VX_TEST_FILTER='test_*sampled*' "$BIN/test_fit_gpu" > "$out/test_sampled.log" 2>&1 ||
-        { tail -8 "$out/test_sampled.log"; echo "sampled-ray tests failed: nothing timed"; exit 1; }
+    gpu_tests 'test_*sampled*' test_sampled.log
     fit lego300-rbg .lego 300 $mlp --val-split test --coarse 64 --mlp-dir-degree 1 --random-bg
     ;;
 md1b)
+    gpu_tests '*' test_fit_gpu.log
     fit lego300-md1 .lego 300 $mlp --val-split test --coarse 64 --mlp-dir-degree 1 || exit 1
-    r=$(grep '^fit: *stage [0-9]' "$out/lego300-md1.fit.log" | tail -n 1 |
-        awk '{ split($4, n, "x"); m = n[1]; if (n[2] > m) m = n[2]; if (n[3] > m) m = n[3]; print int(m / 8) }')
-    echo "-- bench fit on the scene, --coarse $r"
-    "$VOXRAY" bench fit "$out/lego300-md1" .lego --coarse "$r" --steps 10 --batch 65536 2>&1 | tee "$out/bench_md1.log"
+    bench_level lego300-md1 bench_md1.log
     ;;
 pyr5)
-    VX_FIT_GPU_QUICK=1 VX_TEST_FILTER='test_coarse*' "$BIN/test_fit_gpu" > "$out/test_coarse.log" 2>&1 ||
-        { tail -8 "$out/test_coarse.log"; echo "test_coarse_level failed: nothing timed"; exit 1; }
-    tail -3 "$out/test_coarse.log"
+    gpu_tests 'test_coarse*' test_coarse.log
     fit lego300-pyr .lego 300 $mlp --val-split test --coarse 64,128 --mlp-dir-degree 1
     ;;
 mic5) fit mic300-mlpb .mic 300 $mlp ;;
