@@ -291,7 +291,7 @@ extern "C" int vx_fit_set_mlp_kernel_cuda(vx_fit_device *g, int kernel) {
     return 0;
 }
 extern "C" int vx_fit_set_mlp_tc_cuda(vx_fit_device *g, int on) {
-    if (on) {
+    if (on && !g->mlp_tc) { /* the device is asked once, not at every step that sets the flag again */
         int dev = 0, major = 0;
         VX_CUDA_CHECK(cudaGetDevice(&dev));
         VX_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
@@ -492,19 +492,6 @@ static int vx__rays_mlp(vx_fit_device *g, const vx_fit_ray_src *src, int n, floa
  * rays: a foggy early stage, hundreds of samples a ray, then needs few passes, each of which
  * marches every ray left again); and the network kernels' shared memory
  * (73 KB: past the 48 KB a kernel gets unless it asks) and persistent grid sizes. */
-/* The batched step's network kernels for a model of `layers` hidden layers, with the hidden
- * layers on the tensor cores (fit --mlp-tensor-cores) or in FP32. */
-typedef void (*vx__mlpb_fwd_fn)(const float *, vx_fit_mlp_batch, unsigned long long);
-typedef void (*vx__mlpb_bwd_fn)(const float *, vx_fit_mlp_batch, unsigned long long, float *);
-static vx__mlpb_fwd_fn vx__mlpb_forward(int layers, int tc) {
-    if (tc) return layers == 1 ? vx_fit_mlpb_forward_kernel<1, true> : vx_fit_mlpb_forward_kernel<2, true>;
-    return layers == 1 ? vx_fit_mlpb_forward_kernel<1, false> : vx_fit_mlpb_forward_kernel<2, false>;
-}
-static vx__mlpb_bwd_fn vx__mlpb_backward(int layers, int tc) {
-    if (tc) return layers == 1 ? vx_fit_mlpb_backward_kernel<1, true> : vx_fit_mlpb_backward_kernel<2, true>;
-    return layers == 1 ? vx_fit_mlpb_backward_kernel<1, false> : vx_fit_mlpb_backward_kernel<2, false>;
-}
-
 static int vx__mlpb_alloc(vx_fit_device *g) {
     if (g->mb.x) return 0;
     size_t nb = (size_t)g->max_batch, per = 32 * sizeof(float) + 3 * sizeof(float4) + sizeof(float);
@@ -524,7 +511,7 @@ static int vx__mlpb_alloc(vx_fit_device *g) {
     VX_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     for (int tc = 0; tc < 2; tc++)
         for (int layers = 1; layers <= 2; layers++) {
-            const void *fn[2] = {(const void *)vx__mlpb_forward(layers, tc), (const void *)vx__mlpb_backward(layers, tc)};
+            const void *fn[2] = {(const void *)vx_fit_mlpb_forward_pick(layers, tc), (const void *)vx_fit_mlpb_backward_pick(layers, tc)};
             for (int a = 0; a < 2; a++) {
                 int k = 0;
                 VX_CUDA_CHECK(cudaFuncSetAttribute(fn[a], cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -578,7 +565,7 @@ static int vx__rays_mlp_batched(vx_fit_device *g, const vx_fit_ray_src *src, int
         g->prof_samples += (double)S;
         if (S) {
             unsigned long long cap = (unsigned long long)g->mb_blocks[g->mlp_tc][0][L - 1];
-            vx__mlpb_forward(L, g->mlp_tc)<<<(unsigned)(tiles < cap ? tiles : cap), VX_MLPB_THREADS, VX_MLPB_SMEM>>>(
+            vx_fit_mlpb_forward_pick(L, g->mlp_tc)<<<(unsigned)(tiles < cap ? tiles : cap), VX_MLPB_THREADS, VX_MLPB_SMEM>>>(
                 g->d_mlp, g->mb, S);
             VX_LAUNCH_CHECK("vx_fit_mlpb_forward_kernel");
         }
@@ -590,7 +577,7 @@ static int vx__rays_mlp_batched(vx_fit_device *g, const vx_fit_ray_src *src, int
         VX__MB_T(2);
         if (S) {
             unsigned long long cap = (unsigned long long)g->mb_blocks[g->mlp_tc][1][L - 1];
-            vx__mlpb_backward(L, g->mlp_tc)<<<(unsigned)(tiles < cap ? tiles : cap), VX_MLPB_THREADS, VX_MLPB_SMEM>>>(
+            vx_fit_mlpb_backward_pick(L, g->mlp_tc)<<<(unsigned)(tiles < cap ? tiles : cap), VX_MLPB_THREADS, VX_MLPB_SMEM>>>(
                 g->d_mlp, g->mb, S, g->d_mlp_grad);
             VX_LAUNCH_CHECK("vx_fit_mlpb_backward_kernel");
             VX__MB_T(3);

@@ -423,6 +423,20 @@ vx_fit_mlpb_backward_kernel(const float *__restrict__ w, vx_fit_mlp_batch B, uns
     else if (t < 131) atomicAdd(wgrad + oo + 3 * W + t - 128, gb);
 }
 
+/* The network kernels' instantiations for a model of `layers` hidden layers, with the
+ * products on the tensor cores (tc, fit --mlp-tensor-cores) or in FP32 (fit.cu launches
+ * them; the emulator test runs the same ones). */
+typedef void (*vx_fit_mlpb_fwd_fn)(const float *, vx_fit_mlp_batch, unsigned long long);
+typedef void (*vx_fit_mlpb_bwd_fn)(const float *, vx_fit_mlp_batch, unsigned long long, float *);
+static inline vx_fit_mlpb_fwd_fn vx_fit_mlpb_forward_pick(int layers, int tc) {
+    if (tc) return layers == 1 ? vx_fit_mlpb_forward_kernel<1, true> : vx_fit_mlpb_forward_kernel<2, true>;
+    return layers == 1 ? vx_fit_mlpb_forward_kernel<1, false> : vx_fit_mlpb_forward_kernel<2, false>;
+}
+static inline vx_fit_mlpb_bwd_fn vx_fit_mlpb_backward_pick(int layers, int tc) {
+    if (tc) return layers == 1 ? vx_fit_mlpb_backward_kernel<1, true> : vx_fit_mlpb_backward_kernel<2, true>;
+    return layers == 1 ? vx_fit_mlpb_backward_kernel<1, false> : vx_fit_mlpb_backward_kernel<2, false>;
+}
+
 /* dL/d(raw) of each sample (its x row after the backward) to the grid's eight corners,
  * float4 atomics, and the max weights, as fit_mlp.cuh's visit does. */
 __global__ void vx_fit_mlpb_scatter_kernel(vx_fit_index L, vx_fit_mlp_batch B, unsigned long long S, float *grad,

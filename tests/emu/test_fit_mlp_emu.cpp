@@ -297,17 +297,9 @@ static void test_tensor_core_network(void **state) {
             std::vector<float4> dout = dout0;
             rgb[tc].assign(S, make_float4(0, 0, 0, 0));
             vx_fit_mlp_batch B = {x.data(), NULL, rgb[tc].data(), dout.data(), NULL, NULL, NULL};
-            if (layers == 1) {
-                vx_emu_launch(dim3(2), dim3(VX_MLPB_THREADS), tc ? vx_fit_mlpb_forward_kernel<1, true> : vx_fit_mlpb_forward_kernel<1, false>,
-                              (const float *)w.data(), B, S);
-                vx_emu_launch(dim3(2), dim3(VX_MLPB_THREADS), tc ? vx_fit_mlpb_backward_kernel<1, true> : vx_fit_mlpb_backward_kernel<1, false>,
-                              (const float *)w.data(), B, S, wg.data());
-            } else {
-                vx_emu_launch(dim3(2), dim3(VX_MLPB_THREADS), tc ? vx_fit_mlpb_forward_kernel<2, true> : vx_fit_mlpb_forward_kernel<2, false>,
-                              (const float *)w.data(), B, S);
-                vx_emu_launch(dim3(2), dim3(VX_MLPB_THREADS), tc ? vx_fit_mlpb_backward_kernel<2, true> : vx_fit_mlpb_backward_kernel<2, false>,
-                              (const float *)w.data(), B, S, wg.data());
-            }
+            vx_emu_launch(dim3(2), dim3(VX_MLPB_THREADS), vx_fit_mlpb_forward_pick(layers, tc), (const float *)w.data(), B, S);
+            vx_emu_launch(dim3(2), dim3(VX_MLPB_THREADS), vx_fit_mlpb_backward_pick(layers, tc), (const float *)w.data(), B,
+                          S, wg.data());
             std::vector<double> wref(nw, 0.0);
             std::vector<float> wref_f(nw), draw_ref(S * 16), draw(S * 16);
             double worst = 0;
