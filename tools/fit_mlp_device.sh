@@ -21,7 +21,8 @@
 #              --mlp-dir-degree 1 --random-bg for 5 minutes against md1 (FIT.md session 20)
 #   md1b       test_fit_gpu (quick, all of it), lego md1 (mlp --coarse 64 --mlp-dir-degree 1, the
 #              best lego recipe) for 5 minutes, then `bench fit` on its scene (the copy bandwidth
-#              of the same run; the tensor-core rows beside the FP32 ones): for the H200
+#              of the same run; the tensor-core rows beside the FP32 ones) and `bench render`
+#              at 800x800 (the 100 frames/s bar) with its size on disk: for the H200
 #   pyr5       test_fit_gpu's coarse-level test (levels active and waiting), then lego mlp
 #              --coarse 64,128 --mlp-dir-degree 1 for 5 minutes against md1 (FIT.md session 21)
 #   variants   OUTDIR DATASET SECONDS NAME=ARGS...: one fit a variant (ARGS split on spaces,
@@ -81,6 +82,12 @@ bench_level() { # NAME LOG: `bench fit` on run NAME's scene with the level it wa
     echo "-- bench fit on the scene, --coarse $r"
     "$VOXRAY" bench fit "$out/$1" .lego --coarse "$r" --steps 10 --batch 65536 2>&1 | tee "$out/$2"
 }
+render_bar() { # NAME LOG: `bench render` on run NAME's scene at 800x800 (the issue's 100 frames/s
+    # bar, fused and deferred rows) and its size on disk
+    echo "-- bench render on the scene, and its size on disk"
+    "$VOXRAY" bench render "$out/$1" --size 800x800 --stores f32,f16 2>&1 | tee "$out/$2"
+    du -sh "$out/$1" | tee -a "$out/$2"
+}
 gpu_tests() { # FILTER LOG: test_fit_gpu (quick) on the tests FILTER names; nothing timed if one fails
     VX_FIT_GPU_QUICK=1 VX_TEST_FILTER="$1" "$BIN/test_fit_gpu" > "$out/$2" 2>&1 ||
         { tail -8 "$out/$2"; echo "test_fit_gpu ($1) failed: nothing timed"; exit 1; }
@@ -128,6 +135,7 @@ md1b)
     gpu_tests '*' test_fit_gpu.log
     fit lego300-md1 .lego 300 $mlp --val-split test --coarse 64 --mlp-dir-degree 1 || exit 1
     bench_level lego300-md1 bench_md1.log
+    render_bar lego300-md1 bench_render_md1.log
     ;;
 pyr5)
     gpu_tests 'test_coarse*' test_coarse.log
