@@ -764,12 +764,40 @@ static double rel_l2(const float *a, const float *b, size_t n) {
     return r > 0.0 ? sqrt(d / r) : sqrt(d);
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Entry by entry, |a - b| / max(|a|, |b|) over the entries of b above 1e-4 of its largest:
+ * the median in q[0] and the 90th percentile in q[1] (0 where no entry counts). */
+static void rel_quantiles(const float *a, const float *b, size_t n, double q[2]) {
+    double scale = 0.0;
+    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(b[i]));
+    double *r = malloc((n ? n : 1) * sizeof(double));
+    assert_non_null(r);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double big = fmax(fabs(a[i]), fabs(b[i]));
+        if (fabs(b[i]) > 1e-4 * scale) r[m++] = fabs((double)a[i] - b[i]) / big;
+    }
+    qsort(r, m, sizeof(double), cmp_double);
+    q[0] = m ? r[m / 2] : 0.0;
+    q[1] = m ? r[m * 9 / 10] : 0.0;
+    free(r);
+}
+
 /* fit --mlp-tensor-cores on hardware: the batched step with the network's hidden layers on
  * the tensor cores (TF32) against the CPU and against the FP32 kernels on the same rays.
  * Colours within TF32's rounding of the CPU's (a fragment in the wrong place of a tile
- * costs ~0.1 and more) and not equal to the FP32 kernel's (the tensor cores ran); the
- * gradients within 2% of the FP32 kernel's in norm (relu units near their kink may flip
- * between the two). The per-ray kernel refuses the flag. */
+ * costs ~0.1 and more) and not equal to the FP32 kernel's (the tensor cores ran). The
+ * gradients: the weights' within 2% of the FP32 kernel's in norm; the grid's entry by entry,
+ * median within 5e-3 and 90th percentile within 5e-2 of the FP32 kernel's, and within 10%
+ * in norm. Not tighter in norm: a hidden unit whose pre-activation lies within TF32's
+ * rounding of 0 takes the other side of the relu, which changes its sample's dL/d(features)
+ * by ~1/8; on the H100 (session 22) that made the grid's norm differ by 2.2% while the colours
+ * agreed to 4e-5 (a flip rate of ~2e-4 of the units explains it). A misplaced fragment moves
+ * most entries by O(1), so the quantiles catch it. The per-ray kernel refuses the flag. */
 static void test_mlp_tensor_cores(void **state) {
     (void)state;
     for (int trial = 0; trial < 4; trial++) {
@@ -810,14 +838,17 @@ static void test_mlp_tensor_cores(void **state) {
             worst = fmax(worst, fabs(rg[1][i] - rc[i]));
             moved = fmax(moved, fabs(rg[1][i] - rg[0][i]));
         }
-        double eg = rel_l2(h[1].grad, h[0].grad, n), ew = rel_l2(h[1].mlp_grad, h[0].mlp_grad, nw);
+        double eg = rel_l2(h[1].grad, h[0].grad, n), ew = rel_l2(h[1].mlp_grad, h[0].mlp_grad, nw), qg[2];
+        rel_quantiles(h[1].grad, h[0].grad, n, qg);
         print_message("trial %d: %d layer(s), %s: colours vs CPU %.2g (FP32 kernel vs tensor cores %.2g), loss CPU %.9g "
-                      "FP32 %.9g TF32 %.9g; gradient vs FP32 kernel: grid %.2g, weights %.2g (relative L2)\n",
-                      trial, layers, bricked ? "bricked" : "dense", worst, moved, lc, lg[0], lg[1], eg, ew);
+                      "FP32 %.9g TF32 %.9g; gradient vs FP32 kernel: grid %.2g (entries: median %.2g, 90%% %.2g), "
+                      "weights %.2g (relative L2)\n",
+                      trial, layers, bricked ? "bricked" : "dense", worst, moved, lc, lg[0], lg[1], eg, qg[0], qg[1], ew);
         assert_true(worst < 5e-3);
         assert_true(moved > 0.0);
         assert_true(fabs(lg[1] - lc) <= 1e-2 * lc);
-        assert_true(eg < 2e-2 && ew < 2e-2);
+        assert_true(ew < 2e-2);
+        assert_true(eg < 0.1 && qg[0] < 5e-3 && qg[1] < 5e-2);
         free(rc); free(rg[0]); free(rg[1]);
         vx_fit_batch_free(&b);
         vx_fit_model_free(&f);
