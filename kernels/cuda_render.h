@@ -30,6 +30,10 @@ size_t vx_volume_bytes_cuda(const vx_cuda_volume *cv);
  * samples, the network runs over all of them as tiled products, render.cu), 0 in the
  * marching thread (fused). Same image either way, up to float rounding. */
 void vx_volume_set_mlp_deferred_cuda(vx_cuda_volume *cv, int on);
+/* The deferred colour's network with its hidden layers on the tensor cores (TF32 operands,
+ * FP32 sums: colours within ~1e-4 of FP32's; render --mlp-tensor-cores). -1 (vx_error) when
+ * turned on for a GPU below sm_80; off by default. */
+int vx_volume_set_mlp_tc_cuda(vx_cuda_volume *cv, int on);
 /* Render into the volume's device buffers only (no copy to the host), for benchmarks:
  * returns the kernel time from CUDA events and the frame's counters. */
 int vx_render_device_cuda(vx_cuda_volume *cv, const vx_camera *c, int want_depth, float *ms,

@@ -47,7 +47,8 @@ struct vx_cuda_volume {
     unsigned long long ms_cap;
     float *d_mlp;
     unsigned d_mlp_gen;
-    int mlp_blocks[2];        /* persistent blocks of the network kernel, 1 and 2 layers (0: not set up) */
+    int mlp_tc;               /* the network's hidden layers on the tensor cores (vx_volume_set_mlp_tc_cuda) */
+    int mlp_blocks[2][2];     /* persistent blocks of the network kernel [layers - 1][tc] (0: not set up) */
     float h_mlp[VX_MLP_MAX_WEIGHTS]; /* mlp decoder: the packed weights, copied at upload/update */
     unsigned mlp_gen;         /* which copy: constant memory is reloaded when another is there */
 };
@@ -215,6 +216,19 @@ static int vx__mlpd_samples(vx_cuda_volume *cv, unsigned long long S) {
     cv->ms_cap = cap;
     return 0;
 }
+
+/* The network kernel of 1 or 2 hidden layers, FP32 or on the tensor cores, and how many of
+ * its blocks an SM holds with the dynamic shared memory it asks for. */
+typedef void (*vx__mlpd_network_fn)(const float *, const float *, float4 *, unsigned long long);
+static vx__mlpd_network_fn vx__mlpd_network_pick(int layers, int tc) {
+    if (layers == 1) return tc ? vx_mlpd_network_kernel<1, true> : vx_mlpd_network_kernel<1, false>;
+    return tc ? vx_mlpd_network_kernel<2, true> : vx_mlpd_network_kernel<2, false>;
+}
+static int vx__mlpd_network_blocks(vx__mlpd_network_fn fn, int *k) {
+    VX_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)VX_MLPB_SMEM));
+    VX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(k, fn, VX_MLPB_THREADS, VX_MLPB_SMEM));
+    return 0;
+}
 static int vx__mlpd_weights(vx_cuda_volume *cv, int layers) {
     if (!cv->d_mlp && vx_cuda_alloc((void **)&cv->d_mlp, VX_MLP_MAX_WEIGHTS * sizeof(float), "deferred mlp: weights"))
         return -1;
@@ -222,19 +236,14 @@ static int vx__mlpd_weights(vx_cuda_volume *cv, int layers) {
         if (vx_cuda_upload(cv->d_mlp, cv->h_mlp, (size_t)vx_mlp_weight_count(layers) * sizeof(float))) return -1;
         cv->d_mlp_gen = cv->mlp_gen;
     }
-    if (!cv->mlp_blocks[layers - 1]) {
-        int dev = 0, sms = 0, k = 0, smem = (int)VX_MLPB_SMEM;
+    int tc = cv->mlp_tc;
+    if (!cv->mlp_blocks[layers - 1][tc]) {
+        int dev = 0, sms = 0, k = 0;
         VX_CUDA_CHECK(cudaGetDevice(&dev));
         VX_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-        if (layers == 1) {
-            VX_CUDA_CHECK(cudaFuncSetAttribute(vx_mlpd_network_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-            VX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&k, vx_mlpd_network_kernel<1>, VX_MLPB_THREADS, VX_MLPB_SMEM));
-        } else {
-            VX_CUDA_CHECK(cudaFuncSetAttribute(vx_mlpd_network_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-            VX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&k, vx_mlpd_network_kernel<2>, VX_MLPB_THREADS, VX_MLPB_SMEM));
-        }
+        if (vx__mlpd_network_blocks(vx__mlpd_network_pick(layers, tc), &k)) return -1;
         if (k < 1) return vx_error("cuda render: the mlp network kernel does not fit an SM (%zu B of shared memory)", VX_MLPB_SMEM);
-        cv->mlp_blocks[layers - 1] = k * sms;
+        cv->mlp_blocks[layers - 1][tc] = k * sms;
     }
     return 0;
 }
@@ -269,9 +278,10 @@ static int vx__launch_mlpd(vx_cuda_volume *cv, const S &store, const vx_camera *
                                                            cv->d_mx, cv->d_mw);
     VX_LAUNCH_CHECK("vx_mlpd_write_kernel");
     unsigned long long tiles = (kept + VX_MLPB_TILE - 1) / VX_MLPB_TILE;
-    unsigned nb = (unsigned)(tiles < (unsigned long long)cv->mlp_blocks[layers - 1] ? tiles : cv->mlp_blocks[layers - 1]);
-    if (layers == 1) vx_mlpd_network_kernel<1><<<nb, VX_MLPB_THREADS, VX_MLPB_SMEM>>>(cv->d_mlp, cv->d_mx, cv->d_mrgb, kept);
-    else vx_mlpd_network_kernel<2><<<nb, VX_MLPB_THREADS, VX_MLPB_SMEM>>>(cv->d_mlp, cv->d_mx, cv->d_mrgb, kept);
+    int most = cv->mlp_blocks[layers - 1][cv->mlp_tc];
+    unsigned nb = (unsigned)(tiles < (unsigned long long)most ? tiles : (unsigned long long)most);
+    vx__mlpd_network_pick(layers, cv->mlp_tc)<<<nb, VX_MLPB_THREADS, VX_MLPB_SMEM>>>(cv->d_mlp, cv->d_mx, cv->d_mrgb,
+                                                                                   kept);
     VX_LAUNCH_CHECK("vx_mlpd_network_kernel");
     vx_mlpd_resolve_kernel<<<(unsigned)vx_ceil_div(npix, 256), 256>>>(npix, cv->d_px_start, cv->d_px_n, cv->d_mw,
                                                                        cv->d_mrgb, cv->d_rgb);
@@ -546,6 +556,19 @@ extern "C" int vx_volume_occupancy_cuda(const vx_cuda_volume *cv, unsigned char 
 extern "C" size_t vx_volume_bytes_cuda(const vx_cuda_volume *cv) { return cv->grid_bytes; }
 
 extern "C" void vx_volume_set_mlp_deferred_cuda(vx_cuda_volume *cv, int on) { cv->mlp_deferred = on != 0; }
+
+extern "C" int vx_volume_set_mlp_tc_cuda(vx_cuda_volume *cv, int on) {
+    if (on && !cv->mlp_tc) { /* the device is asked when the flag turns on, not at every frame */
+        int dev = 0, major = 0;
+        VX_CUDA_CHECK(cudaGetDevice(&dev));
+        VX_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+        if (major < 8)
+            return vx_error("cuda render: --mlp-tensor-cores needs TF32 tensor cores (sm_80 and up; this GPU is sm_%d)",
+                            major * 10);
+    }
+    cv->mlp_tc = on != 0;
+    return 0;
+}
 
 extern "C" void vx_volume_free_cuda(vx_cuda_volume *cv) {
     if (!cv) return;

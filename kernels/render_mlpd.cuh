@@ -140,11 +140,12 @@ vx_mlpd_write_kernel(const __grid_constant__ vx_march_params m, const __grid_con
     if (op.n < cap) px_n[px] = op.n;
 }
 
-/* The network over the frame's kept samples. */
-template <int LAYERS>
+/* The network over the frame's kept samples (TC: its hidden layers on the tensor cores in
+ * TF32, render --mlp-tensor-cores; sm_80 and up, vx_volume_set_mlp_tc_cuda checks). */
+template <int LAYERS, bool TC = false>
 __global__ void __launch_bounds__(VX_MLPB_THREADS)
 vx_mlpd_network_kernel(const float *__restrict__ wts, const float *__restrict__ x, float4 *rgb, unsigned long long S) {
-    vx_mlpt_forward<LAYERS>(wts, x, rgb, S);
+    vx_mlpt_forward<LAYERS, TC>(wts, x, rgb, S);
 }
 
 /* Each pixel: its samples' weighted colours in march order, added to T bg. */

@@ -71,7 +71,9 @@ int vx_renderer_create(vx_renderer **out, const vx_scene *s, const vx_render_opt
     r->opts = *o;
     if (vx_backend_resolve(kind, "using the CPU backend", &r->kind, NULL, 0) || vx_volume_prepare(&r->vol, s, o)) { free(r); return -1; }
 #ifdef VX_HAVE_CUDA
-    if (r->kind == VX_BACKEND_CUDA && vx_volume_upload_cuda(&r->cuda, &r->vol, &s->grid, o->half)) {
+    if (r->kind == VX_BACKEND_CUDA && (vx_volume_upload_cuda(&r->cuda, &r->vol, &s->grid, o->half) ||
+                                       vx_volume_set_mlp_tc_cuda(r->cuda, o->mlp_tc))) {
+        vx_volume_free_cuda(r->cuda);
         vx_volume_free(&r->vol);
         free(r);
         return -1;
@@ -79,6 +81,10 @@ int vx_renderer_create(vx_renderer **out, const vx_scene *s, const vx_render_opt
 #endif
     if (r->kind == VX_BACKEND_CPU && o->half)
         vx_warn("--half only changes CUDA storage; the CPU backend renders float32");
+    if (o->mlp_tc && r->vol.mp.dec.type != VX_DEC_MLP)
+        vx_warn("--mlp-tensor-cores: %s has no mlp decoder; the flag has no effect", s->name);
+    else if (r->kind == VX_BACKEND_CPU && o->mlp_tc)
+        vx_warn("--mlp-tensor-cores only changes the CUDA network; the CPU backend renders in float32");
     *out = r;
     return 0;
 }
@@ -87,7 +93,7 @@ int vx_renderer_set_opts(vx_renderer *r, const vx_render_opts *o) {
     if (vx_volume_update(&r->vol, r->scene, o)) return -1;
     r->opts = *o;
 #ifdef VX_HAVE_CUDA
-    if (r->cuda && vx_volume_update_cuda(r->cuda, &r->vol)) return -1;
+    if (r->cuda && (vx_volume_update_cuda(r->cuda, &r->vol) || vx_volume_set_mlp_tc_cuda(r->cuda, o->mlp_tc))) return -1;
 #endif
     return 0;
 }

@@ -23,6 +23,7 @@ typedef struct {
     int no_skip;            /* disable empty-space skipping (tests, benchmarks) */
     int occ_cell;           /* occupancy cell size in voxels (0: default 8) */
     int half;               /* CUDA: store the grid as float16 */
+    int mlp_tc;             /* CUDA, mlp decoder: the network's hidden layers on the tensor cores */
     unsigned jitter;        /* per-pixel sample offsets from this seed (0: off, midpoints) */
     int own;                /* sort-last piece (src/piece.h): march only samples in [own_lo, own_hi) */
     float own_lo[3], own_hi[3]; /* index space, half-open */

@@ -30,10 +30,18 @@ static void vx__bench_help(void) {
            "the volume; the CUDA time is the kernel alone (events), 'e2e' adds the copy back.\n"
            "--stores f32,f16 times each device storage in turn from one load of the scene\n"
            "(default: f32, or f16 with --half; the CPU renders float32 only). On CUDA a scene\n"
-           "of the mlp decoder is timed twice: deferred (the default: the network batched over\n"
-           "the frame's composited samples), then in the marching thread (row 'NAME fused').\n\n%s",
+           "of the mlp decoder is timed three ways: deferred (the default: the network batched\n"
+           "over the frame's composited samples), the same with the network's hidden layers on\n"
+           "the tensor cores (row 'NAME tc', --mlp-tensor-cores; sm_80 and up), and in the\n"
+           "marching thread (row 'NAME fused').\n\n%s",
            vx_cli_common_help());
 }
+
+/* The mlp decoder's rows on CUDA: the deferred colour with the network in FP32 (the
+ * default), the same on the tensor cores (--mlp-tensor-cores), and the network in the
+ * marching thread. */
+enum { VX__WAY_DEFERRED, VX__WAY_TC, VX__WAY_FUSED, VX__WAYS };
+static const char *const vx__way_name[VX__WAYS] = {"", " tc", " fused"};
 
 /* A scene made ready once for all its sizes: grid and occupancy on the device, or the CPU
  * renderer (a 4096^3 upload takes longer than its frames). */
@@ -46,8 +54,8 @@ typedef struct {
     vx_volume v;       /* CUDA */
     vx_cuda_volume *cv;
 #endif
-    int fused;         /* CUDA, mlp decoder: colour in the marching thread, not deferred
-                        * (vx_volume_set_mlp_deferred_cuda) */
+    int way;           /* CUDA, mlp decoder: VX__WAY_* (vx_volume_set_mlp_deferred_cuda,
+                        * vx_volume_set_mlp_tc_cuda) */
 } vx__bench_target;
 
 static int vx__bench_open(const vx_cli_common *cc, const vx_scene *s, int use_cuda, vx__bench_target *t) {
@@ -96,7 +104,8 @@ static int vx__bench_one(const vx_cli_common *cc, const vx_scene *s, vx__bench_t
     if (use_cuda) {
         vx_cuda_volume *cv = tg->cv;
         int ok = 1;
-        vx_volume_set_mlp_deferred_cuda(cv, !tg->fused);
+        vx_volume_set_mlp_deferred_cuda(cv, tg->way != VX__WAY_FUSED);
+        if (vx_volume_set_mlp_tc_cuda(cv, tg->way == VX__WAY_TC)) goto done;
         for (int i = -3; i < frames && ok; i++) { /* three warm-up frames */
             float ms;
             ok = !vx_render_device_cuda(cv, &cam, 0, &ms, &samples, &hit);
@@ -130,7 +139,7 @@ static int vx__bench_one(const vx_cli_common *cc, const vx_scene *s, vx__bench_t
     if (use_cuda) snprintf(rate_s, sizeof rate_s, "%.2f G", samples / (med * 1e-3) / 1e9);
     else snprintf(rate_s, sizeof rate_s, "%.1f M", samples / (med * 1e-3) / 1e6);
     char name[sizeof s->name + 8];
-    snprintf(name, sizeof name, "%s%s", s->name, tg->fused ? " fused" : "");
+    snprintf(name, sizeof name, "%s%s", s->name, vx__way_name[tg->way]);
     printf("  %-10s %4dx%-4d %4dx%-4d %-7s %7s %9.3f %9.0f %9s %10s %8.1f %6.0f%%\n", name, s->grid.nx,
            s->grid.nz, w, h, store, mib_s, med, 1e3 / med, e2e_s, rate_s, hit ? (double)samples / hit : 0.0,
            100 * empty);
@@ -210,13 +219,22 @@ static int vx__bench_render(int argc, char **argv) {
             if (vx__bench_open(&cc, &s, use_cuda, &tg)) { vx_scene_free(&s); goto fail; }
             fprintf(stderr, "voxray: bench render: %s %s ready to render in %.1f s\n", scenes[k],
                     use_cuda ? (stores[st] ? "f16" : "f32") : "cpu", tg.ready_s);
-            int ways = 1; /* the mlp decoder on CUDA: deferred (the default), then fused */
+            int ways = 1; /* the mlp decoder on CUDA: deferred, on the tensor cores, fused */
 #ifdef VX_HAVE_CUDA
-            if (use_cuda && tg.v.mp.dec.type == VX_DEC_MLP) ways = 2;
+            if (use_cuda && tg.v.mp.dec.type == VX_DEC_MLP) ways = VX__WAYS;
 #endif
+            int tc_ok = 1;
             for (int z = 0; z < nsizes; z++)
                 for (int way = 0; way < ways; way++) {
-                    tg.fused = way;
+#ifdef VX_HAVE_CUDA
+                    if (way == VX__WAY_TC && tc_ok && vx_volume_set_mlp_tc_cuda(tg.cv, 1)) {
+                        fprintf(stderr, "voxray: bench render: no tensor-core row: %s\n", vx_errmsg());
+                        vx_clear_error();
+                        tc_ok = 0;
+                    }
+#endif
+                    if (way == VX__WAY_TC && !tc_ok) continue;
+                    tg.way = way;
                     if (vx__bench_one(&cc, &s, &tg, sizes[z][0], sizes[z][1], frames)) {
                         vx__bench_close(&tg);
                         vx_scene_free(&s);

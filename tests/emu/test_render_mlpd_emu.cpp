@@ -82,11 +82,12 @@ static void setup(vx_march_params *m, vx_camera *cam, const vx_grid *g, int occ_
     OK(vx_camera_look_at(cam, eye, ctr, up, 34.0, w, h));
 }
 
-/* render.cu's vx__launch_mlpd on the emulator: count, size, write, network, resolve. */
+/* render.cu's vx__launch_mlpd on the emulator: count, size, write, network (tc: its hidden
+ * layers on the emulated tensor cores, render --mlp-tensor-cores), resolve. */
 template <class S, bool P>
 static void deferred(const vx_march_params &m, const vx_camera &cam, const S &store, const unsigned char *occ,
                      const float *wts, int layers, std::vector<float> &rgb, std::vector<float> &alpha,
-                     std::vector<float> &depth, unsigned long long counters[3]) {
+                     std::vector<float> &depth, unsigned long long counters[3], bool tc = false) {
     size_t npix = (size_t)cam.width * cam.height;
     rgb.assign(npix * 3, -1.0f);
     alpha.assign(npix, -1.0f);
@@ -112,12 +113,9 @@ static void deferred(const vx_march_params &m, const vx_camera &cam, const S &st
                   (const unsigned long long *)start.data(), n.data(), x.data(), w.data());
     unsigned long long tiles = (kept + VX_MLPB_TILE - 1) / VX_MLPB_TILE;
     unsigned nb = (unsigned)(tiles < 3 ? tiles : 3); /* persistent blocks: several tiles each */
-    if (layers == 1)
-        vx_emu_launch(dim3(nb), dim3(VX_MLPB_THREADS), vx_mlpd_network_kernel<1>, wts, (const float *)x.data(),
-                      col.data(), kept);
-    else
-        vx_emu_launch(dim3(nb), dim3(VX_MLPB_THREADS), vx_mlpd_network_kernel<2>, wts, (const float *)x.data(),
-                      col.data(), kept);
+    auto net = layers == 1 ? (tc ? vx_mlpd_network_kernel<1, true> : vx_mlpd_network_kernel<1, false>)
+                           : (tc ? vx_mlpd_network_kernel<2, true> : vx_mlpd_network_kernel<2, false>);
+    vx_emu_launch(dim3(nb), dim3(VX_MLPB_THREADS), net, wts, (const float *)x.data(), col.data(), kept);
     vx_emu_launch(dim3((unsigned)((npix + 255) / 256)), dim3(256), vx_mlpd_resolve_kernel, npix,
                   (const unsigned long long *)start.data(), (const int *)n.data(), (const float *)w.data(),
                   (const float4 *)col.data(), rgb.data());
@@ -125,7 +123,7 @@ static void deferred(const vx_march_params &m, const vx_camera &cam, const S &st
 
 static void compare(const char *what, const vx_frame *ref, const std::vector<float> &rgb,
                     const std::vector<float> &alpha, const std::vector<float> &depth,
-                    const unsigned long long counters[3]) {
+                    const unsigned long long counters[3], double rgb_tol = 2e-5) {
     size_t np = (size_t)ref->width * ref->height;
     double er = 0, ea = 0, ed = 0, dmax = 1e-6;
     for (size_t i = 0; i < np; i++) {
@@ -138,8 +136,9 @@ static void compare(const char *what, const vx_frame *ref, const std::vector<flo
     print_message("%-36s rgb max %.2e  opacity %.2e  depth rel %.2e  samples %llu / %lld  hit %llu / %lld\n", what,
                   er, ea, ed / dmax, counters[0], ref->samples, counters[1], ref->rays_hit);
     /* the same march and the same sums in the same order: float rounding only (the
-     * emulator's expf and FMA contraction may differ from the CPU build's) */
-    if (!(er <= 2e-5)) fail_msg("%s: colour %g away from the CPU renderer", what, er);
+     * emulator's expf and FMA contraction may differ from the CPU build's); on the tensor
+     * cores the hidden layers' operands are rounded to TF32 (rgb_tol) */
+    if (!(er <= rgb_tol)) fail_msg("%s: colour %g away from the CPU renderer", what, er);
     if (!(ea <= 1e-5 && ed / dmax <= 1e-5)) fail_msg("%s: opacity %g / depth %g away from the CPU", what, ea, ed / dmax);
     assert_true((long long)counters[0] == ref->samples);
     assert_true((long long)counters[1] == ref->rays_hit);
@@ -192,6 +191,20 @@ static void test_deferred(void **state) {
             if (variant == 2) deferred<vx_dense_store<float>, true>(m, cam, ds, occ, wts, layers, rgb, alpha, depth, counters);
             else deferred<vx_dense_store<float>, false>(m, cam, ds, occ, wts, layers, rgb, alpha, depth, counters);
             compare(what, &ref, rgb, alpha, depth, counters);
+            if (variant < 2) { /* the network on the (emulated) tensor cores: the same march, TF32 colours */
+                std::vector<float> rgb_tc, alpha_tc, depth_tc;
+                unsigned long long counters_tc[3];
+                deferred<vx_dense_store<float>, false>(m, cam, ds, occ, wts, layers, rgb_tc, alpha_tc, depth_tc,
+                                                      counters_tc, true);
+                char w2[128];
+                snprintf(w2, sizeof w2, "%s, tensor cores", what);
+                compare(w2, &ref, rgb_tc, alpha_tc, depth_tc, counters_tc, 1e-3);
+                assert_true(alpha_tc == alpha && depth_tc == depth); /* the march does not change */
+                double moved = 0.0;
+                for (size_t i = 0; i < rgb.size(); i++) moved = fmax(moved, fabs((double)rgb_tc[i] - rgb[i]));
+                print_message("  tensor cores against FP32: rgb max %.2e\n", moved);
+                assert_true(moved > 0.0); /* the TF32 path ran */
+            }
             /* the same grid as sparse bricks, read through the apron blocks the upload builds */
             vx_grid sg;
             OK(vx_sparse_from_dense(&g, &m.dec, 0.0f, &sg));

@@ -138,6 +138,24 @@ static void check_deferred(const char *what, vx_cuda_volume *cv, const vx_camera
     assert_int_equal(d1.samples, got->samples);
     assert_int_equal(d1.rays_hit, got->rays_hit);
     assert_memory_equal(d1.rgb, d2.rgb, np * 3 * sizeof(float));
+    /* the network on the tensor cores (render --mlp-tensor-cores): the same march, so the
+     * same opacity, depth and samples bit for bit; colours within TF32's rounding of the FP32
+     * network's (1e-4 in the emulator; a misplaced fragment costs 0.1 and more) */
+    if (vx_volume_set_mlp_tc_cuda(cv, 1)) {
+        print_message("%-34s no tensor-core frame: %s\n", what, vx_errmsg());
+        vx_clear_error();
+    } else {
+        OK(vx_render_cuda(cv, cam, &d2));
+        OK(vx_volume_set_mlp_tc_cuda(cv, 0));
+        snprintf(w2, sizeof w2, "%s tensor cores", what);
+        compare_frames(w2, &d2, ref);
+        double et = max_diff(d2.rgb, d1.rgb, np * 3, NULL);
+        print_message("%-34s tensor cores vs FP32 network: rgb max %.2e\n", what, et);
+        if (!(et > 0.0 && et <= 1e-3)) fail_msg("%s: tensor-core colour %g away from the FP32 network's", what, et);
+        assert_memory_equal(d2.alpha, d1.alpha, np * sizeof(float));
+        assert_memory_equal(d2.depth, d1.depth, np * sizeof(float));
+        assert_int_equal(d2.samples, d1.samples);
+    }
     vx_frame_free(&d1);
     vx_frame_free(&d2);
     vx_frame_free(&fused);
