@@ -23,6 +23,10 @@
 #              best lego recipe) for 5 minutes, then `bench fit` on its scene (the copy bandwidth
 #              of the same run; the tensor-core rows beside the FP32 ones) and `bench render`
 #              at 800x800 (the 100 frames/s bar) with its size on disk: for the H200
+#   render-tc  test_fit_gpu's tensor-core test, test_render_cuda (render --mlp-tensor-cores against
+#              the FP32 network and the CPU), a 60-s lego fit of the best recipe on the tensor
+#              cores, and `bench render` on it (rows FP32, tc, fused): carry .dev .deps/lib and a
+#              .lego of every 25th test view (tools/lego_subset.py SRC .lego 25) to fit in 64 MiB
 #   pyr5       test_fit_gpu's coarse-level test (levels active and waiting), then lego mlp
 #              --coarse 64,128 --mlp-dir-degree 1 for 5 minutes against md1 (FIT.md session 21)
 #   variants   OUTDIR DATASET SECONDS NAME=ARGS...: one fit a variant (ARGS split on spaces,
@@ -34,7 +38,7 @@
 # after the step, so give each variant its own OUTDIR. Each fit adds its row (fit_summary.sh,
 # as fit_compare.sh writes them) to OUTDIR/summary.md.
 set -u
-step=${1:?usage: tools/fit_mlp_device.sh check|check-sh|level5|rbg5|md1b|pyr5|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
+step=${1:?usage: tools/fit_mlp_device.sh check|check-sh|level5|rbg5|md1b|render-tc|pyr5|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
 out=${2:?usage: tools/fit_mlp_device.sh STEP OUTDIR [fit args]}
 shift 2
 BIN=${BIN:-.dev/bin}
@@ -136,6 +140,15 @@ md1b)
     fit lego300-md1 .lego 300 $mlp --val-split test --coarse 64 --mlp-dir-degree 1 || exit 1
     bench_level lego300-md1 bench_md1.log
     render_bar lego300-md1 bench_render_md1.log
+    ;;
+render-tc)
+    gpu_tests 'test_mlp_tensor_cores' test_tc.log
+    echo "-- test_render_cuda (the deferred network on the tensor cores against FP32 and the CPU)"
+    "$BIN/test_render_cuda" > "$out/test_render_cuda.log" 2>&1 ||
+        { tail -12 "$out/test_render_cuda.log"; echo "test_render_cuda failed: nothing timed"; exit 1; }
+    grep -E "tensor cores vs|PASSED" "$out/test_render_cuda.log" | tail -6
+    fit lego60-pyrtc .lego 60 $mlp --val-split test --coarse 64,128 --mlp-dir-degree 1 --mlp-tensor-cores || exit 1
+    render_bar lego60-pyrtc bench_render_tc.log
     ;;
 pyr5)
     gpu_tests 'test_coarse*' test_coarse.log
