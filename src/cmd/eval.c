@@ -17,7 +17,7 @@
 static void vx__eval_usage(FILE *o) {
     fprintf(o,
             "usage: voxray eval SCENE DATASET [--split test] [--every K] [--downscale F] [--backend B]\n"
-            "                   [--save DIR]\n"
+            "                   [--mlp-tensor-cores] [--save DIR]\n"
             "\n"
             "Render every view of DATASET/transforms_SPLIT.json with the normal renderer and report\n"
             "PSNR and SSIM (Gaussian 11x11, sigma 1.5) against the photos composited on white,\n"
@@ -29,6 +29,8 @@ static void vx__eval_usage(FILE *o) {
             "                   held out of the train split)\n"
             "  --downscale F    average FxF pixel blocks of every photo (default 1)\n"
             "  --backend B      auto, cpu or cuda (default auto)\n"
+            "  --mlp-tensor-cores  CUDA, mlp scenes: the network's hidden layers on the tensor\n"
+            "                   cores (TF32 operands, FP32 sums; sm_80 and up)\n"
             "  --save DIR       write photo|render pairs as DIR/final_NNN.png\n"
             "  -h, --help       this text\n");
 }
@@ -62,7 +64,7 @@ static void vx__eval_train_cameras(const char *dataset, const vx_dataset *d, vx_
 
 int vx_cmd_eval(int argc, char **argv) {
     const char *scene = NULL, *dataset = NULL, *split = "test", *save = NULL;
-    int every = 1, downscale = 1;
+    int every = 1, downscale = 1, mlp_tc = 0;
     vx_backend_kind backend = VX_BACKEND_AUTO;
     char msg[600];
     for (int i = 1; i < argc; i++) {
@@ -79,6 +81,7 @@ int vx_cmd_eval(int argc, char **argv) {
         else if (!strcmp(a, "--downscale")) bad = vx_parse_int(a, argv[++i], 1, 64, &downscale);
         else if (!strcmp(a, "--backend")) bad = vx_backend_parse(argv[++i], &backend);
         else if (!strcmp(a, "--save")) save = argv[++i];
+        else if (!strcmp(a, "--mlp-tensor-cores")) mlp_tc = 1;
         else if (a[0] == '-' && a[1]) { snprintf(msg, sizeof msg, "unknown option '%s'", a); return vx_cli_usage_error("eval", msg); }
         else if (!scene) scene = a;
         else if (!dataset) dataset = a;
@@ -110,6 +113,7 @@ int vx_cmd_eval(int argc, char **argv) {
     }
     vx_render_opts o;
     vx_render_opts_default(&o);
+    o.mlp_tc = mlp_tc;
     if (vx_renderer_create(&r, &s, &o, backend)) goto done;
     char title[512];
     snprintf(title, sizeof title, "eval: %s on %s split '%s' (%d views, %dx%d, %s)", scene, dataset, split, d.n, d.width,
