@@ -55,6 +55,9 @@ int vx_fit_coarse_restrict_cuda(vx_fit_device *g);
  * are checked against fit_coarse.c; `bench fit --coarse` times both. */
 int vx_fit_set_coarse_version_cuda(vx_fit_device *g, int version);
 int vx_fit_coarse_apply_cuda(vx_fit_device *g, const vx_fit_hparams *h, float lr);
+/* After a crop (vx_fit_resample_cuda): cut every level to the window the new lattice reads,
+ * through the host (vx_fit_coarse_rebox_cpu's cut; twice a fit, a few hundred MB at most). */
+int vx_fit_coarse_rebox_cuda(vx_fit_device *g);
 int vx_fit_occupancy_build_cuda(vx_fit_device *g, int cell);
 int vx_fit_prune_cuda(vx_fit_device *g, float thresh, size_t *pruned);
 int vx_fit_upsample_cuda(vx_fit_device *g, const int res[3]);

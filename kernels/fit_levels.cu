@@ -1,6 +1,7 @@
 /* fit_levels.cu - the launchers of the coarse levels of `voxray fit --coarse R1[,R2..]`
  * (kernels in fit_coarse.cuh; the CPU reference in fit_coarse.c): the restriction of the
- * fine gradient onto each active level, their Adam steps and one prolongation of them all. */
+ * fine gradient onto each active level, their Adam steps and one prolongation of them all;
+ * the levels' cut to the crop. */
 #include <math.h>
 #include <string.h>
 
@@ -61,4 +62,44 @@ extern "C" int vx_fit_coarse_apply_cuda(vx_fit_device *g, const vx_fit_hparams *
     for (int i = 0; i < S.n; i++)
         if (vx_cuda_zero(g->d_lv[act[i]][0], vx_fit_coarse_entries(&g->m, act[i]) * sizeof(float))) return -1;
     return vx_fitd_prof_stop(g, VX_FIT_PROF_LEVEL, t0);
+}
+
+extern "C" int vx_fit_coarse_rebox_cuda(vx_fit_device *g) {
+    int ncc = g->m.nc - 1;
+    for (int l = 0; l < g->m.nlevels; l++) {
+        int k0[3], n[3];
+        vx_fit_coarse_window(&g->m, l, k0, n);
+        vx_fit_level *c = &g->m.lv[l];
+        if (!memcmp(n, c->n, sizeof n)) continue;
+        /* the level's arrays to the host, cut there by the CPU's code, back to the device */
+        size_t ne = vx_fit_coarse_entries(&g->m, l);
+        vx_fit_level h = *c;
+        h.grad = (float *)vx_malloc(ne * sizeof(float), "fit coarse level (host copy)");
+        h.m = (float *)vx_malloc(ne * sizeof(float), "fit coarse level (host copy)");
+        h.v = (float *)vx_malloc(ne * sizeof(float), "fit coarse level (host copy)");
+        int rc = !h.grad || !h.m || !h.v || vx_cuda_download(h.grad, g->d_lv[l][0], ne * sizeof(float)) ||
+                 vx_cuda_download(h.m, g->d_lv[l][1], ne * sizeof(float)) ||
+                 vx_cuda_download(h.v, g->d_lv[l][2], ne * sizeof(float)) || vx_fit_coarse_cut(&h, k0, n, ncc);
+        if (!rc) {
+            size_t nb = (size_t)n[0] * n[1] * n[2] * (size_t)ncc * sizeof(float);
+            float *d[3] = {NULL, NULL, NULL};
+            rc = vx_cuda_alloc((void **)&d[0], nb, "fit coarse gradient") || vx_cuda_upload(d[0], h.grad, nb) ||
+                 vx_cuda_alloc((void **)&d[1], nb, "fit coarse moments") || vx_cuda_upload(d[1], h.m, nb) ||
+                 vx_cuda_alloc((void **)&d[2], nb, "fit coarse moments") || vx_cuda_upload(d[2], h.v, nb);
+            for (int k = 0; k < 3; k++) {
+                vx_cuda_free(rc ? d[k] : g->d_lv[l][k]);
+                if (!rc) g->d_lv[l][k] = d[k];
+            }
+            if (!rc) {
+                memcpy(c->n, h.n, sizeof c->n);
+                memcpy(c->lo, h.lo, sizeof c->lo);
+                memcpy(c->hi, h.hi, sizeof c->hi);
+            }
+        }
+        free(h.grad);
+        free(h.m);
+        free(h.v);
+        if (rc) return -1;
+    }
+    return 0;
 }

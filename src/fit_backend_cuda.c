@@ -80,7 +80,8 @@ static int vx__alive_mask(vx_fit_backend *b, unsigned char *mask, size_t *alive)
 static size_t vx__alive_count(vx_fit_backend *b) { return vx_fit_alive_count_cuda(b->g); }
 
 static int vx__resample(vx_fit_backend *b, const double lo[3], const double hi[3], const int res[3]) {
-    return vx_fit_resample_cuda(b->g, lo, hi, res);
+    /* the crop shrinks the box: the levels follow (fit_coarse.h) */
+    return vx_fit_resample_cuda(b->g, lo, hi, res) || vx_fit_coarse_rebox_cuda(b->g) ? -1 : 0;
 }
 static int vx__upsample(vx_fit_backend *b, const int res[3]) { return vx_fit_upsample_cuda(b->g, res); }
 

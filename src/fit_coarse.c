@@ -46,21 +46,23 @@ int vx_fit_coarse_init_cpu(vx_fit_model *f, int res) {
 /* Whether a level voxel ch serves a fine voxel h: at least twice it (to rounding). */
 static int vx__twice(double ch, double h) { return h > 0 && ch >= 2.0 * h * (1.0 - 1e-6); }
 
-/* Level l's map for the current lattice; the axis where it fails (its voxel less than twice
- * the fine one), or -1 where it holds. */
+/* Level l's map for the current lattice (every axis); the first axis where it fails (its
+ * voxel less than twice the fine one; *hf, *hc that axis's sizes), or -1 where it holds. */
 static int vx__map(const vx_fit_model *f, int l, vx_fit_coarse_map *m, double *hf, double *hc) {
     const vx_fit_level *c = &f->lv[l];
-    int n[3] = {f->nx, f->ny, f->nz};
+    int n[3] = {f->nx, f->ny, f->nz}, bad = -1;
     for (int a = 0; a < 3; a++) {
         double h = (f->box_hi[a] - f->box_lo[a]) / n[a], ch = (c->hi[a] - c->lo[a]) / c->n[a];
         m->n[a] = c->n[a];
         m->a[a] = (float)(h / ch);
         m->b[a] = (float)((f->box_lo[a] + 0.5 * h - c->lo[a]) / ch - 0.5);
-        *hf = h;
-        *hc = ch;
-        if (!vx__twice(ch, h)) return a;
+        if (bad < 0) {
+            *hf = h;
+            *hc = ch;
+            if (!vx__twice(ch, h)) bad = a;
+        }
     }
-    return -1;
+    return bad;
 }
 
 int vx_fit_coarse_active(const vx_fit_model *f, int l, vx_fit_coarse_map *m) {
@@ -167,5 +169,90 @@ int vx_fit_coarse_apply_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr) 
         }
     }
     for (int i = 0; i < na; i++) memset(f->lv[act[i]].grad, 0, vx_fit_coarse_entries(f, act[i]) * sizeof(float));
+    return 0;
+}
+
+void vx_fit_coarse_window(const vx_fit_model *f, int l, int k0[3], int n[3]) {
+    const vx_fit_level *c = &f->lv[l];
+    vx_fit_coarse_map m;
+    double h, ch;
+    vx__map(f, l, &m, &h, &ch);
+    int nf[3] = {f->nx, f->ny, f->nz};
+    for (int a = 0; a < 3; a++) {
+        float top = (float)(c->n[a] - 1);
+        float u0 = vx_clampf(fmaf(m.a[a], 0.0f, m.b[a]), 0.0f, top);
+        float u1 = vx_clampf(fmaf(m.a[a], (float)(nf[a] - 1), m.b[a]), 0.0f, top);
+        /* a vertex of margin each side: the cut level's map rounds its offset anew */
+        int lo = (int)floorf(u0) - 1, hi = (int)floorf(u1) + 2;
+        if (lo > c->n[a] - 2) lo = c->n[a] - 2;
+        if (lo < 0) lo = 0;
+        if (hi > c->n[a] - 1) hi = c->n[a] - 1;
+        if (hi < lo + 1) hi = lo + 1;
+        k0[a] = lo;
+        n[a] = hi - lo + 1;
+    }
+}
+
+int vx_fit_coarse_cut(vx_fit_level *c, const int k0[3], const int n[3], int ncc) {
+    for (int a = 0; a < 3; a++)
+        if (k0[a] < 0 || n[a] < 2 || k0[a] + n[a] > c->n[a])
+            return vx_error("fit: coarse level cut %d+%d outside its %d vertices on axis %d", k0[a], n[a], c->n[a], a);
+    size_t ne = (size_t)n[0] * n[1] * n[2] * (size_t)ncc;
+    float *arr[3] = {vx_calloc(ne, sizeof(float), "fit coarse gradient"),
+                     vx_calloc(ne, sizeof(float), "fit coarse Adam first moment"),
+                     vx_calloc(ne, sizeof(float), "fit coarse Adam second moment")};
+    float *old[3] = {c->grad, c->m, c->v};
+    if (!arr[0] || !arr[1] || !arr[2]) {
+        for (int k = 0; k < 3; k++) free(arr[k]);
+        return -1;
+    }
+    size_t row = (size_t)n[0] * ncc;
+    for (int k = 0; k < 3; k++)
+        for (int z = 0; z < n[2]; z++)
+            for (int y = 0; y < n[1]; y++) {
+                size_t from = (((size_t)(z + k0[2]) * c->n[1] + (size_t)(y + k0[1])) * c->n[0] + (size_t)k0[0]) * ncc;
+                memcpy(arr[k] + ((size_t)z * n[1] + y) * row, old[k] + from, row * sizeof(float));
+            }
+    for (int a = 0; a < 3; a++) {
+        double ch = (c->hi[a] - c->lo[a]) / c->n[a], lo = c->lo[a];
+        c->lo[a] = lo + k0[a] * ch;
+        c->hi[a] = lo + (k0[a] + n[a]) * ch;
+        c->n[a] = n[a];
+    }
+    for (int k = 0; k < 3; k++) free(old[k]);
+    c->grad = arr[0];
+    c->m = arr[1];
+    c->v = arr[2];
+    return 0;
+}
+
+int vx_fit_coarse_rebox_cpu(vx_fit_model *f) {
+    for (int l = 0; l < f->nlevels; l++) {
+        int k0[3], n[3];
+        vx_fit_coarse_window(f, l, k0, n);
+        if (!memcmp(n, f->lv[l].n, sizeof n)) continue; /* the whole level is read */
+        if (vx_fit_coarse_cut(&f->lv[l], k0, n, f->nc - 1)) return -1;
+    }
+    return 0;
+}
+
+int vx_fit_coarse_reshape(vx_fit_level *c, const vx_fit_level *like, int ncc) {
+    size_t ne = (size_t)like->n[0] * like->n[1] * like->n[2] * (size_t)ncc;
+    float *arr[3] = {vx_calloc(ne, sizeof(float), "fit coarse gradient"),
+                     vx_calloc(ne, sizeof(float), "fit coarse Adam first moment"),
+                     vx_calloc(ne, sizeof(float), "fit coarse Adam second moment")};
+    if (!arr[0] || !arr[1] || !arr[2]) {
+        for (int k = 0; k < 3; k++) free(arr[k]);
+        return -1;
+    }
+    free(c->grad);
+    free(c->m);
+    free(c->v);
+    c->grad = arr[0];
+    c->m = arr[1];
+    c->v = arr[2];
+    memcpy(c->n, like->n, sizeof c->n);
+    memcpy(c->lo, like->lo, sizeof c->lo);
+    memcpy(c->hi, like->hi, sizeof c->hi);
     return 0;
 }

@@ -81,6 +81,20 @@ int vx_fit_coarse_map_of(const vx_fit_model *f, int l, vx_fit_coarse_map *m);
  * step; starts the level (sets t0) at its first call. */
 void vx_fit_coarse_bias(vx_fit_model *f, int l, float beta1, float beta2, float *bc1, float *bc2);
 
+/* The vertices of level l that f's current lattice reads, clamping at the level's border
+ * included, with one vertex of margin each side (at least 2 an axis): k0[a] .. k0[a] + n[a] - 1. */
+void vx_fit_coarse_window(const vx_fit_model *f, int l, int k0[3], int n[3]);
+/* Cut level c (ncc channels an entry) to vertices k0 .. k0 + n - 1 on each axis: its
+ * gradient and moments there, its box shrunk to match (the same voxel size), the rest freed. */
+int vx_fit_coarse_cut(vx_fit_level *c, const int k0[3], const int n[3], int ncc);
+/* After a crop: cut every level to the window its new lattice reads, so that its Adam step
+ * covers the crop and not the first stage's whole box. Each fine voxel interpolates the
+ * same vertices with the same weights (to float rounding of the map's offset). */
+int vx_fit_coarse_rebox_cpu(vx_fit_model *f);
+/* Give c the lattice and box of `like` (ncc channels an entry), its arrays reallocated and
+ * zeroed: a host model taking a device model's cut levels (vx_fit_model_download_cuda). */
+int vx_fit_coarse_reshape(vx_fit_level *c, const vx_fit_level *like, int ncc);
+
 /* Before the fine Adam step consumes f->grad: add U_l^T dL/d(colour channels) of the alive
  * voxels into each active level's gradient (U_l: level l's interpolation above). */
 int vx_fit_coarse_restrict_cpu(vx_fit_model *f);

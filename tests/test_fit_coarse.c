@@ -177,6 +177,135 @@ static void check_restrict_apply(int bricked) {
     }
 }
 
+/* A model as after a crop: levels of R = res / (2.1..3) over the first stage's box (every
+ * level active) and, half the time, a waiting finer one, then the box shrunk to 0.3-0.6 of
+ * itself on each axis (the same lattice over a smaller box: finer voxels), about a third of
+ * the voxels dead, optionally bricked, gradients everywhere. */
+static void rebox_model(vx_fit_model *f, int bricked) {
+    int res[3];
+    for (int a = 0; a < 3; a++) res[a] = 16 + (int)vx_test_uniform(0, 17);
+    double lo[3], hi[3];
+    for (int a = 0; a < 3; a++) { lo[a] = vx_test_uniform(-1.2, -0.8); hi[a] = vx_test_uniform(0.8, 1.2); }
+    float bg[3] = {1, 1, 1};
+    assert_int_equal(vx_fit_model_init_cpu(f, res, (int)vx_test_uniform(0, 4), lo, hi, 0.5f, 0.0f, bg, 0.1f), 0);
+    if (vx_test_uniform(0, 1) < 0.3) assert_int_equal(vx_fit_model_use_mlp_cpu(f, 1, 7), 0);
+    int m = res[0] < res[1] ? res[0] : res[1];
+    m = m < res[2] ? m : res[2];
+    int r = (int)(m / vx_test_uniform(2.1, 3.0)), r2 = (int)(m / vx_test_uniform(2.1, 3.0));
+    assert_int_equal(vx_fit_coarse_init_cpu(f, r), 0);
+    if (r2 != r) assert_int_equal(vx_fit_coarse_init_cpu(f, r2), 0);
+    if (vx_test_uniform(0, 1) < 0.5) assert_int_equal(vx_fit_coarse_init_cpu(f, 3 * m), 0); /* waiting */
+    for (int a = 0; a < 3; a++) {
+        double e = hi[a] - lo[a], sc = vx_test_uniform(0.3, 0.6), o = vx_test_uniform(0, 1 - sc);
+        f->box_lo[a] = lo[a] + o * e;
+        f->box_hi[a] = f->box_lo[a] + sc * e;
+    }
+    assert_int_equal(vx_fit_update_params(f, 1e-4f), 0);
+    size_t nv = (size_t)res[0] * res[1] * res[2];
+    for (size_t v = 0; v < nv; v++) {
+        f->alive[v] = vx_test_uniform(0, 1) < 0.67;
+        for (int k = 0; k < f->nc; k++) f->data[v * f->nc + k] = f->alive[v] ? (float)vx_test_uniform(-1, 1) : 0.0f;
+    }
+    if (bricked) {
+        f->sparse_fit = 1;
+        assert_int_equal(vx_fit_resample_cpu(f, f->box_lo, f->box_hi, res), 0);
+    }
+    for (size_t i = 0; i < vx_fit_storage_voxels(f) * f->nc; i++) f->grad[i] = (float)vx_test_uniform(-1, 1);
+}
+
+/* The cut to the crop (vx_fit_coarse_rebox_cpu): a level cut to the window its lattice reads
+ * takes the same restriction, the same Adam step and the same prolongation as the whole
+ * level, so the fine voxels end equal (to the float rounding of the cut map's offset) and
+ * the cut's moments are the whole level's inside the window. Most cuts shrink an active
+ * level (rebox_model's crop); some must. */
+static void check_rebox(int bricked) {
+    int shrunk = 0;
+    for (int trial = 0; trial < 12; trial++) {
+        vx_fit_model f;
+        rebox_model(&f, bricked);
+        int nc = f.nc, ncc = nc - 1, nl = f.nlevels;
+        size_t nv = vx_fit_storage_voxels(&f), nco[VX_FIT_LEVELS];
+        float *mom[VX_FIT_LEVELS][2];
+        int on[VX_FIT_LEVELS];
+        for (int l = 0; l < nl; l++) { /* moments of a level some steps in */
+            nco[l] = vx_fit_coarse_entries(&f, l);
+            on[l] = vx_fit_coarse_active(&f, l, NULL);
+            for (size_t j = 0; j < nco[l]; j++) {
+                f.lv[l].m[j] = on[l] ? (float)vx_test_uniform(-0.1, 0.1) : 0.0f;
+                f.lv[l].v[j] = on[l] ? (float)vx_test_uniform(0.0, 0.01) : 0.0f;
+            }
+            f.lv[l].t0 = on[l] ? 3 : -1;
+            for (int k = 0; k < 2; k++) {
+                mom[l][k] = malloc(nco[l] * sizeof(float));
+                memcpy(mom[l][k], k ? f.lv[l].v : f.lv[l].m, nco[l] * sizeof(float));
+            }
+        }
+        f.t = 10;
+        float *before = malloc(nv * nc * sizeof(float)), *whole = malloc(nv * nc * sizeof(float));
+        memcpy(before, f.data, nv * nc * sizeof(float));
+        vx_fit_hparams h;
+        vx_fit_hparams_default(&h);
+        float lr = (float)vx_test_uniform(0.01, 0.1);
+        /* the whole levels' step */
+        assert_int_equal(vx_fit_coarse_restrict_cpu(&f), 0);
+        assert_int_equal(vx_fit_coarse_apply_cpu(&f, &h, lr), 0);
+        memcpy(whole, f.data, nv * nc * sizeof(float));
+        int k0[VX_FIT_LEVELS][3], wn[VX_FIT_LEVELS][3], n0[VX_FIT_LEVELS][3];
+        float *mwhole[VX_FIT_LEVELS];
+        for (int l = 0; l < nl; l++) { /* back to the moments before the step */
+            mwhole[l] = malloc(nco[l] * sizeof(float));
+            memcpy(mwhole[l], f.lv[l].m, nco[l] * sizeof(float));
+            memcpy(f.lv[l].m, mom[l][0], nco[l] * sizeof(float));
+            memcpy(f.lv[l].v, mom[l][1], nco[l] * sizeof(float));
+            f.lv[l].t0 = on[l] ? 3 : -1;
+            vx_fit_coarse_window(&f, l, k0[l], wn[l]);
+            memcpy(n0[l], f.lv[l].n, sizeof n0[l]);
+        }
+        memcpy(f.data, before, nv * nc * sizeof(float));
+        assert_int_equal(vx_fit_coarse_rebox_cpu(&f), 0);
+        int cut = 0;
+        for (int l = 0; l < nl; l++) {
+            assert_memory_equal(f.lv[l].n, wn[l], sizeof wn[l]);
+            cut += on[l] && memcmp(wn[l], n0[l], sizeof wn[l]) != 0; /* an active level cut */
+            assert_int_equal(vx_fit_coarse_active(&f, l, NULL), on[l]); /* the voxel size is kept */
+        }
+        /* the cut levels' step */
+        assert_int_equal(vx_fit_coarse_restrict_cpu(&f), 0);
+        assert_int_equal(vx_fit_coarse_apply_cpu(&f, &h, lr), 0);
+        double worst = 0.0;
+        for (size_t i = 0; i < nv * nc; i++) worst = fmax(worst, fabs((double)f.data[i] - whole[i]));
+        if (worst > 1e-5 * nl)
+            fail_msg("%s trial %d: the cut levels moved the fine voxels %g away from the whole levels",
+                     bricked ? "bricked" : "dense", trial, worst);
+        for (int l = 0; l < nl; l++) /* the cut's first moments: the whole level's in the window */
+            for (int z = 0; z < wn[l][2]; z++)
+                for (int y = 0; y < wn[l][1]; y++)
+                    for (int x = 0; x < wn[l][0]; x++)
+                        for (int c = 0; c < ncc; c++) {
+                            size_t jc = (((size_t)z * wn[l][1] + y) * wn[l][0] + x) * ncc + c;
+                            size_t jw = (((size_t)(z + k0[l][2]) * n0[l][1] + y + k0[l][1]) * n0[l][0] + x + k0[l][0]) *
+                                            ncc + c;
+                            if (fabs(f.lv[l].m[jc] - mwhole[l][jw]) > 1e-5 * (1.0 + fabs(mwhole[l][jw])))
+                                fail_msg("trial %d level %d: cut moment %g, whole %g", trial, l, f.lv[l].m[jc],
+                                         mwhole[l][jw]);
+                        }
+        double moved = 0.0;
+        for (size_t i = 0; i < nv * nc; i++) moved = fmax(moved, fabs((double)whole[i] - before[i]));
+        assert_true(moved > 1e-3); /* the levels took a step */
+        print_message("%s trial %d: %d level(s), %d active one(s) cut; the step moved voxels up to %.2g, the cut levels' step "
+                      "within %.2g of the whole levels'\n",
+                      bricked ? "bricked" : "dense", trial, nl, cut, moved, worst);
+        for (int l = 0; l < nl; l++) { free(mom[l][0]); free(mom[l][1]); free(mwhole[l]); }
+        free(before);
+        free(whole);
+        vx_fit_model_free(&f);
+        shrunk += cut;
+    }
+    assert_true(shrunk > 0);
+}
+
+static void test_coarse_rebox(void **state) { (void)state; check_rebox(0); check_rebox(1); }
+
 static void test_coarse_dense(void **state) { (void)state; check_restrict_apply(0); }
 static void test_coarse_bricked(void **state) { (void)state; check_restrict_apply(1); }
 
@@ -186,6 +315,7 @@ int main(void) {
         cmocka_unit_test(test_coarse_map),
         cmocka_unit_test(test_coarse_dense),
         cmocka_unit_test(test_coarse_bricked),
+        cmocka_unit_test(test_coarse_rebox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -346,6 +346,21 @@ static void test_coarse_level(void **state) {
             compare(f.lv[l].grad, h.lv[l].grad, nco, 0, 0, "coarse gradient consumed");
             assert_true(f.lv[l].t0 == h.lv[l].t0);
         }
+        /* the cut to a crop (fit's stage change; the fixture's levels span 1.3x the box): the
+         * device's levels, cut through the host, are the CPU's cut, and restrict as it does */
+        OK(vx_fit_coarse_rebox_cpu(&f));
+        OK(vx_fit_coarse_rebox_cuda(g));
+        OK(vx_fit_coarse_restrict_cpu(&f));
+        OK(vx_fit_coarse_restrict_cuda(g));
+        OK(vx_fit_model_download_cuda(g, &h));
+        for (int l = 0; l < f.nlevels; l++) {
+            size_t nco = vx_fit_coarse_entries(&f, l);
+            assert_memory_equal(f.lv[l].n, h.lv[l].n, sizeof f.lv[l].n);
+            assert_memory_equal(f.lv[l].lo, h.lv[l].lo, sizeof f.lv[l].lo);
+            assert_memory_equal(f.lv[l].hi, h.lv[l].hi, sizeof f.lv[l].hi);
+            compare(f.lv[l].m, h.lv[l].m, nco, 1e-5, 1e-9, "cut coarse first moments");
+            compare(f.lv[l].grad, h.lv[l].grad, nco, 1e-5, 1e-6, "cut coarse gradient");
+        }
         vx_fit_model_free_cuda(g);
         vx_fit_model_free(&f);
         vx_fit_model_free(&h);
