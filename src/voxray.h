@@ -139,6 +139,8 @@ typedef struct {
     int half;                        /* CUDA: store the grid as float16 */
     int threads;                     /* CPU threads (0: all cores) */
     int no_skip;                     /* disable empty-space skipping */
+    int mlp_tensor_cores;            /* CUDA, mlp scenes: the network's hidden layers on the
+                                      * tensor cores (TF32; sm_80 and up, else an error) */
 } voxray_render_desc;
 
 void voxray_render_desc_default(voxray_render_desc *d);

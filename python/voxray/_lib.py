@@ -67,7 +67,7 @@ class RenderDesc(ctypes.Structure):
                 ("eye", _d3), ("target", _d3), ("up", _d3), ("fov", ctypes.c_double),
                 ("backend", ctypes.c_int), ("step", ctypes.c_float), ("stop", ctypes.c_float),
                 ("has_background", ctypes.c_int), ("background", _f3), ("half", ctypes.c_int),
-                ("threads", ctypes.c_int), ("no_skip", ctypes.c_int)]
+                ("threads", ctypes.c_int), ("no_skip", ctypes.c_int), ("mlp_tensor_cores", ctypes.c_int)]
 
 
 class GridDesc(ctypes.Structure):
