@@ -235,6 +235,9 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
                 fprintf(stderr, "fit: stage %d: pruned %zu voxels, resampled to %dx%dx%d in [%.3f %.3f %.3f] - "
                         "[%.3f %.3f %.3f] (%.2f s)\n", stage + 1, pr, m->nx, m->ny, m->nz, m->box_lo[0], m->box_lo[1],
                         m->box_lo[2], m->box_hi[0], m->box_hi[1], m->box_hi[2], vx_now() - ts);
+            for (int l = 0; cfg->log_every && l < m->nlevels; l++) /* cut to the crop (fit_coarse.h) */
+                fprintf(stderr, "fit: stage %d: coarse level %d holds %dx%dx%d vertices\n", stage + 1, l + 1,
+                        m->lv[l].n[0], m->lv[l].n[1], m->lv[l].n[2]);
         }
         /* pruning looks at the weights of the last quarter of the stage only: early on every
          * voxel still holds the initial density and is seen by some ray */
