@@ -10,6 +10,16 @@
 #include "fit_march.h"
 #include "vx_common.h"
 
+/* A level's gradient and moments, ne floats each, zeroed (all three, or none and -1). */
+static int vx__level_arrays(size_t ne, float *arr[3]) {
+    arr[0] = vx_calloc(ne, sizeof(float), "fit coarse gradient");
+    arr[1] = vx_calloc(ne, sizeof(float), "fit coarse Adam first moment");
+    arr[2] = vx_calloc(ne, sizeof(float), "fit coarse Adam second moment");
+    if (arr[0] && arr[1] && arr[2]) return 0;
+    for (int k = 0; k < 3; k++) free(arr[k]);
+    return -1;
+}
+
 int vx_fit_coarse_init_cpu(vx_fit_model *f, int res) {
     if (res < 2 || res > 1024) return vx_error("fit: --coarse %d is outside 2..1024", res);
     if (f->nc < 2) return vx_error("fit: the coarse level needs colour channels (the model has %d)", f->nc);
@@ -197,15 +207,8 @@ int vx_fit_coarse_cut(vx_fit_level *c, const int k0[3], const int n[3], int ncc)
     for (int a = 0; a < 3; a++)
         if (k0[a] < 0 || n[a] < 2 || k0[a] + n[a] > c->n[a])
             return vx_error("fit: coarse level cut %d+%d outside its %d vertices on axis %d", k0[a], n[a], c->n[a], a);
-    size_t ne = (size_t)n[0] * n[1] * n[2] * (size_t)ncc;
-    float *arr[3] = {vx_calloc(ne, sizeof(float), "fit coarse gradient"),
-                     vx_calloc(ne, sizeof(float), "fit coarse Adam first moment"),
-                     vx_calloc(ne, sizeof(float), "fit coarse Adam second moment")};
-    float *old[3] = {c->grad, c->m, c->v};
-    if (!arr[0] || !arr[1] || !arr[2]) {
-        for (int k = 0; k < 3; k++) free(arr[k]);
-        return -1;
-    }
+    float *arr[3], *old[3] = {c->grad, c->m, c->v};
+    if (vx__level_arrays((size_t)n[0] * n[1] * n[2] * (size_t)ncc, arr)) return -1;
     size_t row = (size_t)n[0] * ncc;
     for (int k = 0; k < 3; k++)
         for (int z = 0; z < n[2]; z++)
@@ -237,14 +240,8 @@ int vx_fit_coarse_rebox_cpu(vx_fit_model *f) {
 }
 
 int vx_fit_coarse_reshape(vx_fit_level *c, const vx_fit_level *like, int ncc) {
-    size_t ne = (size_t)like->n[0] * like->n[1] * like->n[2] * (size_t)ncc;
-    float *arr[3] = {vx_calloc(ne, sizeof(float), "fit coarse gradient"),
-                     vx_calloc(ne, sizeof(float), "fit coarse Adam first moment"),
-                     vx_calloc(ne, sizeof(float), "fit coarse Adam second moment")};
-    if (!arr[0] || !arr[1] || !arr[2]) {
-        for (int k = 0; k < 3; k++) free(arr[k]);
-        return -1;
-    }
+    float *arr[3];
+    if (vx__level_arrays((size_t)like->n[0] * like->n[1] * like->n[2] * (size_t)ncc, arr)) return -1;
     free(c->grad);
     free(c->m);
     free(c->v);
