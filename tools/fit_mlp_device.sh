@@ -23,7 +23,8 @@
 #              best lego recipe) for 5 minutes, then `bench fit` on its scene (the copy bandwidth
 #              of the same run; the tensor-core rows beside the FP32 ones) and `bench render`
 #              at 800x800 (the 100 frames/s bar) with its size on disk: for the H200
-#   render-tc  test_fit_gpu's tensor-core test, test_render_cuda (render --mlp-tensor-cores against
+#   render-tc  test_fit_gpu's tensor-core and coarse-level (the cut to the crop) tests,
+#              test_render_cuda (render --mlp-tensor-cores against
 #              the FP32 network and the CPU), a 60-s lego fit of the best recipe on the tensor
 #              cores, and `bench render` on it (rows FP32, tc, fused): carry .dev .deps/lib and a
 #              .lego of every 25th test view (tools/lego_subset.py SRC .lego 25) to fit in 64 MiB
@@ -143,6 +144,7 @@ md1b)
     ;;
 render-tc)
     gpu_tests 'test_mlp_tensor_cores' test_tc.log
+    gpu_tests 'test_coarse_level' test_coarse.log
     echo "-- test_render_cuda (the deferred network on the tensor cores against FP32 and the CPU)"
     "$BIN/test_render_cuda" > "$out/test_render_cuda.log" 2>&1 ||
         { tail -12 "$out/test_render_cuda.log"; echo "test_render_cuda failed: nothing timed"; exit 1; }
