@@ -180,7 +180,10 @@ def test_compile_fullgraph(backend):
     def f(feats, points, grid, pts):
         a = voxray.trilinear(feats, points)
         b = voxray.grid_sample(grid, pts)
-        return (a.square().sum() + (b * 3).sum()).exp() * 1e-3
+        # means, so that the exponent is O(1): with sums it was ~79, and a float32 sum taken
+        # in another order (inductor's vectorised reduction on another CPU) moved exp() by
+        # 8e-6 relative, past assert_close's 1.3e-6 (CI, session 22)
+        return (a.square().mean() + (b * 3).mean()).exp()
 
     fc = torch.compile(f, fullgraph=True, backend=backend)
     args = [feats.requires_grad_(), points, grid.requires_grad_(), pts]
