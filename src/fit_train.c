@@ -200,6 +200,7 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
     double t_start = vx_now(), t_train = 0.0, loss_acc = 0.0;
     double edge0 = fmax(f->box_hi[0] - f->box_lo[0], fmax(f->box_hi[1] - f->box_lo[1], f->box_hi[2] - f->box_lo[2]));
     long long rays = 0;
+    double tracked = 0; /* rays drawn since the max weights were last reset (--final-prune) */
     int rc = -1;
     f->sparse_fit = !cfg->dense;
     vx_fit_mlp_dir_cut_cpu(f, cfg->hp.mlp_dir_terms); /* before the first step, not only after */
@@ -241,12 +242,13 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
         }
         /* pruning looks at the weights of the last quarter of the stage only: early on every
          * voxel still holds the initial density and is seen by some ray */
-        if (stage + 1 < cfg->stages && !t.ops->model(t.b)->track_wmax) {
+        if ((stage + 1 < cfg->stages || cfg->final_prune) && !t.ops->model(t.b)->track_wmax) {
             double s0 = stage ? vx__stage_end(cfg, stage - 1) : 0.0, s1 = vx__stage_end(cfg, stage);
             if (p >= s0 + 0.75 * (s1 - s0)) {
                 size_t none;
                 if (t.ops->prune(t.b, 0.0f, &none)) goto done; /* resets the max weights */
                 t.ops->track_weights(t.b, 1);
+                tracked = 0;
             }
         }
         double t0 = vx_now(), loss;
@@ -263,6 +265,7 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
         double dt = vx_now() - t0;
         t_train += dt;
         rays += cfg->batch;
+        tracked += cfg->batch;
         st->stage[stage].seconds += dt;
         st->stage[stage].rays += cfg->batch;
         st->stage[stage].steps++;
@@ -293,6 +296,22 @@ int vx_fit_train(vx_fit_model *f, const vx_fit_config *cfg, const vx_dataset *tr
                     checkpoints[st->curve_n - 1], it, vp, vx_mini(cfg->val_views, val->n));
         }
         int last = it == cfg->iters || (cfg->max_seconds > 0 && t_train >= cfg->max_seconds);
+        if (last && cfg->final_prune && stage + 1 == cfg->stages && t.ops->model(t.b)->track_wmax) {
+            size_t pr = 0; /* before the final validation: what is scored is what is written */
+            double pixels = (double)train->n * train->width * train->height;
+            t.ops->track_weights(t.b, 0);
+            if (tracked < 2.0 * pixels) { /* too few rays drawn to tell unseen voxels from undrawn ones */
+                fprintf(stderr, "fit: --final-prune skipped: the last quarter of the last stage drew %.0f rays, "
+                        "fewer than twice the %.0f training pixels\n", tracked, pixels);
+            } else {
+                if (t.ops->prune(t.b, cfg->hp.prune_weight, &pr)) goto done;
+                st->pruned += pr;
+                st->final_pruned = pr;
+                if (cfg->log_every)
+                    fprintf(stderr, "fit: final prune: %zu voxels no training ray weighted above %g (%zu alive)\n", pr,
+                            cfg->hp.prune_weight, t.ops->alive_count(t.b));
+            }
+        }
         if (val && ((cfg->val_every > 0 && it % cfg->val_every == 0) || last))
             if (vx__validate(&t, cfg, val, cfg->val_views, cfg->val_dir, it, &st->val_psnr)) goto done;
         /* a progress line every log_every iterations, but at most one per 2 s of wall time */

@@ -21,6 +21,9 @@ typedef struct {
                                  * res then counts voxels along the first stage's box edges */
     double crop_keep;           /* the crop keeps groups of alive voxels holding this share of
                                  * them (vx_fit_island_bounds; 0: every alive voxel) */
+    int final_prune;            /* when training ends, prune as at a stage change: the voxels
+                                 * no training ray of the last stage's last quarter weighted
+                                 * above hp.prune_weight (density no training photo sees) */
     int iters;                  /* total iterations, split evenly over the stages (the schedule
                                  * follows the fraction of max_seconds instead when that is set) */
     int batch;                  /* rays per iteration */
@@ -82,6 +85,7 @@ typedef struct {
         size_t peak_bytes;
     } stage[VX_FIT_MAX_STAGES];
     size_t pruned;
+    size_t final_pruned;          /* of them, by --final-prune at the end (0: off, or none) */
     int iters_done;
     int curve_n;                  /* time-to-PSNR checkpoints reached */
     double curve_s[5], curve_psnr[5];

@@ -36,6 +36,9 @@ static void vx__fit_usage(FILE *o) {
             "  --no-crop            keep the whole box in every stage\n"
             "  --crop-keep F        the crop keeps each connected group of alive voxels holding at\n"
             "                       least the share F of them (default 0.01; 0: keep every voxel)\n"
+            "  --final-prune        when training ends, prune as at a stage change: voxels that no\n"
+            "                       training ray of the last stage's last quarter weighted above\n"
+            "                       1e-3 (density no training photo sees, e.g. fog under an object)\n"
             "  --write sparse-half|sparse|dense  the written grid: bricks in float16 (default),\n"
             "                       bricks in float32, or the whole box as float32 grid.npy\n"
             "  --dense-train        keep the whole lattice in memory in every stage (default:\n"
@@ -273,6 +276,7 @@ int vx_cmd_fit(int argc, char **argv) {
         else if (!strcmp(a, "--random-bg")) cfg.hp.random_bg = 1;
         else if (!strcmp(a, "--mlp-tensor-cores")) cfg.hp.mlp_tc = 1;
         else if (!strcmp(a, "--no-crop")) cfg.crop = 0;
+        else if (!strcmp(a, "--final-prune")) cfg.final_prune = 1;
         else if (!strcmp(a, "--crop-keep")) bad = vx_parse_double(a, argv[++i], 0, 1, &cfg.crop_keep);
         else if (!strcmp(a, "--write")) {
             if (i + 1 >= argc) return vx_cli_usage_error("fit", "--write needs sparse-half, sparse or dense");
