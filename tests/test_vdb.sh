@@ -138,8 +138,14 @@ head -c 4000 /dev/urandom >"$T/garbage.vdb"
 printf ' BDV\001\000\000\000garbage' >"$T/magic.vdb"
 bad_input() { # NAME ARGS...
     name=$1; shift
-    $VOXRAY info "$@" >/dev/null 2>"$T/err"
+    # A truncated .vdb can make OpenVDB misread a size and ask operator new for exabytes
+    # (0x3fb999999999999a: the bits of 0.1, in session 22's CI, one UUID in a few). Outside
+    # ASan malloc fails, new throws std::bad_alloc and the reader says so in its one line;
+    # under ASan the same needs allocator_may_return_null, and ASan's warning about the
+    # failed allocation is not voxray's output, so it is left out of the line count.
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}allocator_may_return_null=1" $VOXRAY info "$@" >/dev/null 2>"$T/err.raw"
     rc=$?
+    grep -v '^==[0-9]*==WARNING: AddressSanitizer failed to allocate' "$T/err.raw" >"$T/err"
     [ $rc = 1 ] && [ "$(wc -l <"$T/err")" = 1 ] && ok || bad "$name: rc $rc, stderr: $(cat "$T/err")"
 }
 bad_input truncated "$T/trunc.vdb"
