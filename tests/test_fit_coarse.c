@@ -232,7 +232,7 @@ static void check_rebox(int bricked) {
             on[l] = vx_fit_coarse_active(&f, l, NULL);
             for (size_t j = 0; j < nco[l]; j++) {
                 f.lv[l].m[j] = on[l] ? (float)vx_test_uniform(-0.1, 0.1) : 0.0f;
-                f.lv[l].v[j] = on[l] ? (float)vx_test_uniform(0.0, 0.01) : 0.0f;
+                f.lv[l].v[j] = on[l] ? (float)vx_test_uniform(0.01, 0.1) : 0.0f; /* as after steps of |g| ~ 1-10 */
             }
             f.lv[l].t0 = on[l] ? 3 : -1;
             for (int k = 0; k < 2; k++) {
