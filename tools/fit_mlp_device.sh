@@ -28,6 +28,11 @@
 #              the FP32 network and the CPU), a 60-s lego fit of the best recipe on the tensor
 #              cores, and `bench render` on it (rows FP32, tc, fused): carry .dev .deps/lib and a
 #              .lego of every 25th test view (tools/lego_subset.py SRC .lego 25) to fit in 64 MiB
+#   tests-mic5 the tensor-core and coarse-level tests of test_fit_gpu and
+#              test_render_cuda on hardware, then mic SH 3 for 5 minutes and `bench render` on
+#              it (carry .dev .deps/lib .mic)
+#   lego5r     OUTDIR NAME ARGS...: lego (test split) mlp for 5 minutes with ARGS, then `bench
+#              render` on its scene (FP32, tc and fused rows; carry .dev/bin/voxray.gz ... .lego)
 #   pyr5       test_fit_gpu's coarse-level test (levels active and waiting), then lego mlp
 #              --coarse 64,128 --mlp-dir-degree 1 for 5 minutes against md1 (FIT.md session 21)
 #   variants   OUTDIR DATASET SECONDS NAME=ARGS...: one fit a variant (ARGS split on spaces,
@@ -39,7 +44,7 @@
 # after the step, so give each variant its own OUTDIR. Each fit adds its row (fit_summary.sh,
 # as fit_compare.sh writes them) to OUTDIR/summary.md.
 set -u
-step=${1:?usage: tools/fit_mlp_device.sh check|check-sh|level5|rbg5|md1b|render-tc|pyr5|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
+step=${1:?usage: tools/fit_mlp_device.sh check|check-sh|level5|rbg5|md1b|render-tc|tests-mic5|lego5r|pyr5|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
 out=${2:?usage: tools/fit_mlp_device.sh STEP OUTDIR [fit args]}
 shift 2
 BIN=${BIN:-.dev/bin}
@@ -151,6 +156,23 @@ render-tc)
     grep -E "tensor cores vs|PASSED" "$out/test_render_cuda.log" | tail -6
     fit lego60-pyrtc .lego 60 $mlp --val-split test --coarse 64,128 --mlp-dir-degree 1 --mlp-tensor-cores || exit 1
     render_bar lego60-pyrtc bench_render_tc.log
+    ;;
+tests-mic5)
+    gpu_tests 'test_mlp_tensor_cores' test_tc.log
+    gpu_tests 'test_coarse_level' test_coarse.log
+    echo "-- test_render_cuda (the deferred network on the tensor cores against FP32 and the CPU)"
+    "$BIN/test_render_cuda" > "$out/test_render_cuda.log" 2>&1 ||
+        { tail -12 "$out/test_render_cuda.log"; echo "test_render_cuda failed: nothing timed"; exit 1; }
+    grep -E "tensor cores vs|PASSED" "$out/test_render_cuda.log" | tail -6
+    fit mic300-sh3 .mic 300 --sh-degree 3 || exit 1
+    render_bar mic300-sh3 bench_render_mic.log
+    ;;
+lego5r)
+    name=${1:?lego5r: NAME ARGS...}
+    shift
+    extra="" # ARGS are this run's, not every fit's
+    fit "$name" .lego 300 $mlp --val-split test "$@" || exit 1
+    render_bar "$name" "bench_render_$name.log"
     ;;
 pyr5)
     gpu_tests 'test_coarse*' test_coarse.log
