@@ -18,6 +18,12 @@ int vx_cuda_probe(char *info, size_t cap);
  * device or driver (the probe reports why), -1 when cudaSetDevice fails. */
 int vx_cuda_select(int index);
 
+/* The tensor-core mode of an mlp network (render/fit --mlp-tensor-cores): 1 asks for the
+ * TF32 tensor cores (an error on a GPU older than sm_80), -1 for FP32, 0 for the default,
+ * the tensor cores where the current GPU has them and FP32 otherwise, which it says on
+ * stderr (who: the command). Returns 1 (tensor cores), 0 (FP32) or -1 (vx_errmsg). */
+int vx_cuda_mlp_tc_resolve(int mode, const char *who);
+
 int vx_cuda_alloc(void **d, size_t bytes, const char *what);
 void vx_cuda_free(void *d);
 int vx_cuda_upload(void *d, const void *h, size_t bytes);

@@ -57,6 +57,21 @@ extern "C" int vx_cuda_select(int index) {
     return 0;
 }
 
+extern "C" int vx_cuda_mlp_tc_resolve(int mode, const char *who) {
+    if (mode < 0) return 0;
+    int dev = 0, major = 0, minor = 0;
+    VX_CUDA_CHECK(cudaGetDevice(&dev));
+    VX_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    VX_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    if (major >= 8) return 1;
+    if (mode > 0)
+        return vx_error("%s: --mlp-tensor-cores needs TF32 tensor cores (sm_80 and up; this GPU is sm_%d%d)", who,
+                        major, minor);
+    vx_warn("%s: the mlp network runs in FP32: this GPU (sm_%d%d) has no TF32 tensor cores (sm_80 and up)", who,
+            major, minor);
+    return 0;
+}
+
 /* ---- memory ----------------------------------------------------------------------- */
 
 extern "C" int vx_cuda_alloc(void **d, size_t bytes, const char *what) {

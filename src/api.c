@@ -267,7 +267,7 @@ int voxray_render(voxray_scene *s, const voxray_render_desc *d, float *rgb, floa
     o.threads = d->threads > 0 ? d->threads : 0;
     o.no_skip = d->no_skip != 0;
     o.half = d->half != 0;
-    o.mlp_tc = d->mlp_tensor_cores != 0;
+    o.mlp_tc = d->mlp_tensor_cores > 0 ? 1 : d->mlp_tensor_cores < 0 ? -1 : 0;
 
     vx_camera cam;
     double eye[3], target[3], up[3], fov;

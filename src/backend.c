@@ -22,6 +22,16 @@ struct vx_renderer {
 #endif
 };
 
+#ifdef VX_HAVE_CUDA
+/* The CUDA network's tensor cores for opts o (vx_render_opts.mlp_tc: 0 where the GPU has
+ * them, 1 always, -1 never); scenes without the mlp decoder have no network to place. */
+static int vx__set_tc(vx_renderer *r, const vx_render_opts *o) {
+    int on = 0;
+    if (r->vol.mp.dec.type == VX_DEC_MLP && (on = vx_cuda_mlp_tc_resolve(o->mlp_tc, "render")) < 0) return -1;
+    return vx_volume_set_mlp_tc_cuda(r->cuda, on);
+}
+#endif
+
 int vx_backend_parse(const char *s, vx_backend_kind *k) {
     if (!strcmp(s, "auto")) *k = VX_BACKEND_AUTO;
     else if (!strcmp(s, "cpu")) *k = VX_BACKEND_CPU;
@@ -71,8 +81,7 @@ int vx_renderer_create(vx_renderer **out, const vx_scene *s, const vx_render_opt
     r->opts = *o;
     if (vx_backend_resolve(kind, "using the CPU backend", &r->kind, NULL, 0) || vx_volume_prepare(&r->vol, s, o)) { free(r); return -1; }
 #ifdef VX_HAVE_CUDA
-    if (r->kind == VX_BACKEND_CUDA && (vx_volume_upload_cuda(&r->cuda, &r->vol, &s->grid, o->half) ||
-                                       vx_volume_set_mlp_tc_cuda(r->cuda, o->mlp_tc))) {
+    if (r->kind == VX_BACKEND_CUDA && (vx_volume_upload_cuda(&r->cuda, &r->vol, &s->grid, o->half) || vx__set_tc(r, o))) {
         vx_volume_free_cuda(r->cuda);
         vx_volume_free(&r->vol);
         free(r);
@@ -81,9 +90,9 @@ int vx_renderer_create(vx_renderer **out, const vx_scene *s, const vx_render_opt
 #endif
     if (r->kind == VX_BACKEND_CPU && o->half)
         vx_warn("--half only changes CUDA storage; the CPU backend renders float32");
-    if (o->mlp_tc && r->vol.mp.dec.type != VX_DEC_MLP)
+    if (o->mlp_tc > 0 && r->vol.mp.dec.type != VX_DEC_MLP)
         vx_warn("--mlp-tensor-cores: %s has no mlp decoder; the flag has no effect", s->name);
-    else if (r->kind == VX_BACKEND_CPU && o->mlp_tc)
+    else if (r->kind == VX_BACKEND_CPU && o->mlp_tc > 0)
         vx_warn("--mlp-tensor-cores only changes the CUDA network; the CPU backend renders in float32");
     *out = r;
     return 0;
@@ -91,9 +100,12 @@ int vx_renderer_create(vx_renderer **out, const vx_scene *s, const vx_render_opt
 
 int vx_renderer_set_opts(vx_renderer *r, const vx_render_opts *o) {
     if (vx_volume_update(&r->vol, r->scene, o)) return -1;
+    int tc_changed = o->mlp_tc != r->opts.mlp_tc; /* resolved (and said) once, not every frame */
     r->opts = *o;
 #ifdef VX_HAVE_CUDA
-    if (r->cuda && (vx_volume_update_cuda(r->cuda, &r->vol) || vx_volume_set_mlp_tc_cuda(r->cuda, o->mlp_tc))) return -1;
+    if (r->cuda && (vx_volume_update_cuda(r->cuda, &r->vol) || (tc_changed && vx__set_tc(r, o)))) return -1;
+#else
+    (void)tc_changed;
 #endif
     return 0;
 }

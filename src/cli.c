@@ -93,7 +93,9 @@ const char *vx_cli_common_help(void) {
            "  --threads N             CPU threads (default: all cores)\n"
            "  --half                  CUDA: store the grid as float16\n"
            "  --mlp-tensor-cores      CUDA, mlp scenes: the network's hidden layers on the tensor\n"
-           "                          cores (TF32 operands, FP32 sums; sm_80 and up)\n"
+           "                          cores (TF32 operands, FP32 sums; the default where the GPU\n"
+           "                          has them, sm_80 and up; given, an error where it has not)\n"
+           "  --no-mlp-tensor-cores   CUDA, mlp scenes: the network in FP32\n"
            "  --no-skip               disable empty-space skipping\n"
            "  --jitter SEED           offset each pixel's samples by a hash of (SEED, pixel):\n"
            "                          noise instead of ring artefacts (0: off, the default)\n";
@@ -118,6 +120,7 @@ int vx_cli_parse_common(vx_cli_common *c, int *i, int argc, char **argv) {
     double d;
     if (!strcmp(a, "--half")) { c->ropts.half = 1; return 1; }
     if (!strcmp(a, "--mlp-tensor-cores")) { c->ropts.mlp_tc = 1; return 1; }
+    if (!strcmp(a, "--no-mlp-tensor-cores")) { c->ropts.mlp_tc = -1; return 1; }
     if (!strcmp(a, "--no-skip")) { c->ropts.no_skip = 1; return 1; }
     if (!strcmp(a, "--allow-outside-data")) { c->load.allow_outside_data = 1; return 1; }
 #define VX_FLAG(name) (v = vx__value(name, i, argc, argv, &m), m)

@@ -48,7 +48,8 @@ typedef struct {
     int random_bg;              /* each training ray against a random background colour
                                  * (vx_fit_ray_background, fit_march.h); 0: the model's */
     int mlp_tc;                 /* CUDA, mlp decoder's batched step: the network's hidden layers
-                                 * on the tensor cores in TF32 (fit --mlp-tensor-cores) */
+                                 * on the tensor cores in TF32 (fit --mlp-tensor-cores): 0 where
+                                 * the GPU has them (sm_80 and up), 1 always, -1 never (FP32) */
 } vx_fit_hparams;
 
 void vx_fit_hparams_default(vx_fit_hparams *h);

@@ -13,12 +13,14 @@ struct vx_fit_backend {
     vx_fit_model *f; /* the host model: written by sync */
     vx_fit_device *g;
     int map_version; /* the error map's CDF on the device (0: none yet) */
+    int tc;          /* the network on the tensor cores (vx_fit_hparams.mlp_tc resolved; -2: not yet) */
 };
 
 static int vx__create(vx_fit_backend **out, vx_fit_model *f, const vx_dataset *train, int batch) {
     vx_fit_backend *b = vx_calloc(1, sizeof *b, "fit CUDA backend");
     if (!b) return -1;
     b->f = f;
+    b->tc = -2;
     if (vx_fit_model_upload_cuda(&b->g, f, batch) || vx_fit_views_upload_cuda(b->g, train)) {
         vx_fit_model_free_cuda(b->g);
         free(b);
@@ -52,7 +54,13 @@ static int vx__step(vx_fit_backend *b, const vx_fit_step *s, double *loss) {
     vx_fit_set_jitter_cuda(b->g, s->hp->jitter);
     vx_fit_set_random_bg_cuda(b->g, s->hp->random_bg);
     vx_fit_set_rgbper_cuda(b->g, s->hp->rgbper);
-    if (vx_fit_set_mlp_kernel_cuda(b->g, s->hp->mlp_kernel) || vx_fit_set_mlp_tc_cuda(b->g, s->hp->mlp_tc)) return -1;
+    if (b->tc == -2) { /* the default: the tensor cores where the GPU has them, for the batched step's network */
+        int batched = b->f->mlp_layers && s->hp->mlp_kernel != 1;
+        b->tc = s->hp->mlp_tc > 0 ? 1 : batched ? vx_cuda_mlp_tc_resolve(s->hp->mlp_tc, "fit") : 0;
+        if (b->tc < 0) return -1;
+        if (b->tc && !s->hp->mlp_tc) vx_note("fit: the mlp network on the tensor cores (TF32; --no-mlp-tensor-cores: FP32)");
+    }
+    if (vx_fit_set_mlp_kernel_cuda(b->g, s->hp->mlp_kernel) || vx_fit_set_mlp_tc_cuda(b->g, b->tc)) return -1;
     if (s->map && s->map->version != b->map_version) {
         if (vx_fit_errmap_upload_cuda(b->g, &s->map->t, s->batch)) return -1;
         b->map_version = s->map->version;

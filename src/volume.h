@@ -23,7 +23,8 @@ typedef struct {
     int no_skip;            /* disable empty-space skipping (tests, benchmarks) */
     int occ_cell;           /* occupancy cell size in voxels (0: default 8) */
     int half;               /* CUDA: store the grid as float16 */
-    int mlp_tc;             /* CUDA, mlp decoder: the network's hidden layers on the tensor cores */
+    int mlp_tc;             /* CUDA, mlp decoder: the network's hidden layers on the tensor cores:
+                             * 0 where the GPU has them (sm_80 and up), 1 always, -1 never (FP32) */
     unsigned jitter;        /* per-pixel sample offsets from this seed (0: off, midpoints) */
     int own;                /* sort-last piece (src/piece.h): march only samples in [own_lo, own_hi) */
     float own_lo[3], own_hi[3]; /* index space, half-open */

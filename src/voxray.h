@@ -140,7 +140,9 @@ typedef struct {
     int threads;                     /* CPU threads (0: all cores) */
     int no_skip;                     /* disable empty-space skipping */
     int mlp_tensor_cores;            /* CUDA, mlp scenes: the network's hidden layers on the
-                                      * tensor cores (TF32; sm_80 and up, else an error) */
+                                      * tensor cores (TF32): 0 where the GPU has them (sm_80
+                                      * and up; FP32 elsewhere, said on stderr), 1 always (an
+                                      * error without them), -1 never (FP32) */
 } voxray_render_desc;
 
 void voxray_render_desc_default(voxray_render_desc *d);

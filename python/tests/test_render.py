@@ -194,7 +194,10 @@ def test_mlp_scene_file(tmp_path):
         # CPU, changes nothing
         tc = s.render_frame(eye=(0, 0, 4), target=(0, 0, 0), up=(0, 1, 0), fov=20, size=9, stop=0, backend="cpu",
                             tensor_cores=True)
+        fp = s.render_frame(eye=(0, 0, 4), target=(0, 0, 0), up=(0, 1, 0), fov=20, size=9, stop=0, backend="cpu",
+                            tensor_cores=False)
         np.testing.assert_array_equal(tc.rgb, frame.rgb)
+        np.testing.assert_array_equal(fp.rgb, frame.rgb)
     t = np.exp(-sigma * 2.0)
     c = 1 / (1 + np.exp(-bias))
     np.testing.assert_allclose(frame.rgb[4, 4], c * (1 - t) + bg * t, rtol=0, atol=1e-4)

@@ -130,7 +130,7 @@ class Scene:
 
     def render_frame(self, eye=None, target=None, up=None, fov=None, size=256, backend="auto",
                      step=None, stop=None, background=None, half=False, threads=0, skip=True,
-                     depth=False, tensor_cores=False):
+                     depth=False, tensor_cores=None):
         """Render one frame and return a Frame (rgb, alpha, depth); see render()."""
         d = _lib.RenderDesc()
         _lib.lib.voxray_render_desc_default(ctypes.byref(d))
@@ -157,7 +157,7 @@ class Scene:
         d.half = int(bool(half))
         d.threads = int(threads)
         d.no_skip = int(not skip)
-        d.mlp_tensor_cores = int(bool(tensor_cores))
+        d.mlp_tensor_cores = 0 if tensor_cores is None else 1 if tensor_cores else -1
         w, h = d.width, d.height
         rgb = np.empty((h, w, 3), np.float32)
         alpha = np.empty((h, w), np.float32)
@@ -264,7 +264,7 @@ def from_array(grid, bbox_min=(-1, -1, -1), bbox_max=(1, 1, 1), align_corners=Tr
 
 
 def render(scene, eye=None, target=None, up=None, fov=None, size=256, backend="auto", step=None, stop=None,
-           background=None, half=False, threads=0, skip=True, tensor_cores=False):
+           background=None, half=False, threads=0, skip=True, tensor_cores=None):
     """Render a scene to an RGB image: a float32 NumPy array (height, width, 3) in [0, 1],
     rows top to bottom, the background composited.
 
@@ -275,8 +275,9 @@ def render(scene, eye=None, target=None, up=None, fov=None, size=256, backend="a
     'cpu' or 'cuda'. step: sample spacing in voxels (default: the scene's); stop: early
     termination threshold on transmittance (0 = off); background: RGB override; half:
     float16 grid storage on CUDA; threads: CPU threads (0 = all); skip: empty-space
-    skipping; tensor_cores: on CUDA, an mlp scene's network on the tensor cores (TF32,
-    sm_80 and up). For opacity and depth use Scene.render_frame()."""
+    skipping; tensor_cores: on CUDA, an mlp scene's network on the tensor cores (TF32):
+    None (default) where the GPU has them (sm_80 and up), True always (an error without
+    them), False never (FP32). For opacity and depth use Scene.render_frame()."""
     kw = dict(eye=eye, target=target, up=up, fov=fov, size=size, backend=backend, step=step, stop=stop,
               background=background, half=half, threads=threads, skip=skip, tensor_cores=tensor_cores)
     if isinstance(scene, Scene):

@@ -17,7 +17,7 @@
 static void vx__eval_usage(FILE *o) {
     fprintf(o,
             "usage: voxray eval SCENE DATASET [--split test] [--every K] [--downscale F] [--backend B]\n"
-            "                   [--mlp-tensor-cores] [--save DIR]\n"
+            "                   [--[no-]mlp-tensor-cores] [--save DIR]\n"
             "\n"
             "Render every view of DATASET/transforms_SPLIT.json with the normal renderer and report\n"
             "PSNR and SSIM (Gaussian 11x11, sigma 1.5) against the photos composited on white,\n"
@@ -30,7 +30,8 @@ static void vx__eval_usage(FILE *o) {
             "  --downscale F    average FxF pixel blocks of every photo (default 1)\n"
             "  --backend B      auto, cpu or cuda (default auto)\n"
             "  --mlp-tensor-cores  CUDA, mlp scenes: the network's hidden layers on the tensor\n"
-            "                   cores (TF32 operands, FP32 sums; sm_80 and up)\n"
+            "                   cores (TF32 operands, FP32 sums; the default where the GPU has\n"
+            "                   them, sm_80 and up); --no-mlp-tensor-cores: in FP32\n"
             "  --save DIR       write photo|render pairs as DIR/final_NNN.png\n"
             "  -h, --help       this text\n");
 }
@@ -82,6 +83,7 @@ int vx_cmd_eval(int argc, char **argv) {
         else if (!strcmp(a, "--backend")) bad = vx_backend_parse(argv[++i], &backend);
         else if (!strcmp(a, "--save")) save = argv[++i];
         else if (!strcmp(a, "--mlp-tensor-cores")) mlp_tc = 1;
+        else if (!strcmp(a, "--no-mlp-tensor-cores")) mlp_tc = -1;
         else if (a[0] == '-' && a[1]) { snprintf(msg, sizeof msg, "unknown option '%s'", a); return vx_cli_usage_error("eval", msg); }
         else if (!scene) scene = a;
         else if (!dataset) dataset = a;

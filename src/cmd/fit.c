@@ -59,7 +59,9 @@ static void vx__fit_usage(FILE *o) {
             "  --mlp-kernel K       CUDA: batched (default: tiled products over the step's\n"
             "                       samples) or per-ray (the network inside the ray kernel)\n"
             "  --mlp-tensor-cores   CUDA, batched: the network's hidden layers on the tensor cores\n"
-            "                       (TF32 operands, FP32 sums; sm_80 and up; default: FP32)\n"
+            "                       (TF32 operands, FP32 sums; the default where the GPU has them,\n"
+            "                       sm_80 and up; given, an error where it has not)\n"
+            "  --no-mlp-tensor-cores  CUDA: the network in FP32\n"
             "  --coarse R1[,R2..]   coarse levels (up to %d): the colour channels become their own\n"
             "                       values plus dense R^3 grids' trilinear interpolations, trained\n"
             "                       alongside; a level takes steps from the first stage whose\n"
@@ -275,6 +277,7 @@ int vx_cmd_fit(int argc, char **argv) {
         else if (!strcmp(a, "--jitter")) cfg.hp.jitter = 1;
         else if (!strcmp(a, "--random-bg")) cfg.hp.random_bg = 1;
         else if (!strcmp(a, "--mlp-tensor-cores")) cfg.hp.mlp_tc = 1;
+        else if (!strcmp(a, "--no-mlp-tensor-cores")) cfg.hp.mlp_tc = -1;
         else if (!strcmp(a, "--no-crop")) cfg.crop = 0;
         else if (!strcmp(a, "--final-prune")) cfg.final_prune = 1;
         else if (!strcmp(a, "--crop-keep")) bad = vx_parse_double(a, argv[++i], 0, 1, &cfg.crop_keep);
@@ -334,12 +337,12 @@ int vx_cmd_fit(int argc, char **argv) {
                                        "(--mlp-kernel batched, the default, has it)");
         goto fail;
     }
-    if (cfg.hp.mlp_tc && cfg.backend == VX_BACKEND_CUDA && use_mlp && cfg.hp.mlp_kernel == 1) {
+    if (cfg.hp.mlp_tc > 0 && cfg.backend == VX_BACKEND_CUDA && use_mlp && cfg.hp.mlp_kernel == 1) {
         rc = vx_cli_usage_error("fit", "--mlp-tensor-cores runs in the mlp decoder's batched step only "
                                        "(--mlp-kernel batched, the default)");
         goto fail;
     }
-    if (cfg.hp.mlp_tc && (!use_mlp || cfg.backend != VX_BACKEND_CUDA))
+    if (cfg.hp.mlp_tc > 0 && (!use_mlp || cfg.backend != VX_BACKEND_CUDA))
         fprintf(stderr, "voxray: fit: --mlp-tensor-cores has no effect %s\n",
                 use_mlp ? "when training on the CPU" : "without --decoder mlp");
     if (cfg.hp.random_bg && !train.alpha)

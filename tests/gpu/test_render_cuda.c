@@ -441,6 +441,7 @@ static void test_scenes(void **state) {
             vx_render_opts_default(&o);
             o.half = half;
             o.want_depth = 1;
+            o.mlp_tc = -1; /* an mlp scene's network in FP32, as the CPU's (the tensor cores: check_deferred) */
             vx_renderer *rc = NULL, *rg = NULL;
             OK(vx_renderer_create(&rc, &s, &o, VX_BACKEND_CPU));
             OK(vx_renderer_create(&rg, &s, &o, VX_BACKEND_CUDA));
