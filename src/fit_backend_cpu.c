@@ -98,7 +98,7 @@ static size_t vx__alive_count(vx_fit_backend *b) {
 
 static int vx__resample(vx_fit_backend *b, const double lo[3], const double hi[3], const int res[3]) {
     /* the crop shrinks the box: the levels follow (fit_coarse.h) */
-    return vx_fit_resample_cpu(b->f, lo, hi, res) || vx_fit_coarse_rebox_cpu(b->f) ? -1 : 0;
+    return vx_fit_resample_cpu(b->f, lo, hi, res) || (b->f->coarse_cut && vx_fit_coarse_rebox_cpu(b->f)) ? -1 : 0;
 }
 static int vx__upsample(vx_fit_backend *b, const int res[3]) { return vx_fit_upsample_cpu(b->f, res); }
 
