@@ -347,7 +347,12 @@ static void test_coarse_level(void **state) {
             assert_true(f.lv[l].t0 == h.lv[l].t0);
         }
         /* the cut to a crop (fit's stage change; the fixture's levels span 1.3x the box): the
-         * device's levels, cut through the host, are the CPU's cut, and restrict as it does */
+         * device's levels, cut through the host, are the CPU's cut, and restrict as it does a
+         * fresh gradient (the steps above consumed theirs; restricting zeros proves nothing) */
+        for (size_t i = 0; i < n; i++) f.grad[i] = (float)uni(-1, 1);
+        vx_fit_model_free_cuda(g);
+        OK(vx_fit_model_upload_cuda(&g, &f, 16));
+        OK(vx_fit_set_coarse_version_cuda(g, version));
         OK(vx_fit_coarse_rebox_cpu(&f));
         OK(vx_fit_coarse_rebox_cuda(g));
         OK(vx_fit_coarse_restrict_cpu(&f));
@@ -360,6 +365,9 @@ static void test_coarse_level(void **state) {
             assert_memory_equal(f.lv[l].hi, h.lv[l].hi, sizeof f.lv[l].hi);
             compare(f.lv[l].m, h.lv[l].m, nco, 1e-5, 1e-9, "cut coarse first moments");
             compare(f.lv[l].grad, h.lv[l].grad, nco, 1e-5, 1e-6, "cut coarse gradient");
+            double sum = 0.0;
+            for (size_t j = 0; j < nco; j++) sum += fabs(f.lv[l].grad[j]);
+            if (vx_fit_coarse_active(&f, l, NULL)) assert_true(sum > 0.0); /* the comparison saw a gradient */
         }
         vx_fit_model_free_cuda(g);
         vx_fit_model_free(&f);
