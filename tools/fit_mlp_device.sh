@@ -31,6 +31,9 @@
 #   tests-mic5 the tensor-core and coarse-level tests of test_fit_gpu and
 #              test_render_cuda on hardware, then mic SH 3 for 5 minutes and `bench render` on
 #              it (carry .dev .deps/lib .mic)
+#   cut-ab     test_fit_gpu's coarse-level test, then lego mlp --coarse 64,128 --mlp-dir-degree 1
+#              for 2 minutes with whole levels and with --coarse-cut (FIT.md session 23: the cut
+#              held out 0.5 dB worse by 60 s on the device, not on the CPU)
 #   lego5r     OUTDIR NAME ARGS...: lego (test split) mlp for 5 minutes with ARGS, then `bench
 #              render` on its scene (FP32, tc and fused rows; carry .dev/bin/voxray.gz ... .lego)
 #   pyr5       test_fit_gpu's coarse-level test (levels active and waiting), then lego mlp
@@ -44,7 +47,7 @@
 # after the step, so give each variant its own OUTDIR. Each fit adds its row (fit_summary.sh,
 # as fit_compare.sh writes them) to OUTDIR/summary.md.
 set -u
-step=${1:?usage: tools/fit_mlp_device.sh check|check-sh|level5|rbg5|md1b|render-tc|tests-mic5|lego5r|pyr5|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
+step=${1:?usage: tools/fit_mlp_device.sh check|check-sh|level5|rbg5|md1b|render-tc|tests-mic5|cut-ab|lego5r|pyr5|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
 out=${2:?usage: tools/fit_mlp_device.sh STEP OUTDIR [fit args]}
 shift 2
 BIN=${BIN:-.dev/bin}
@@ -166,6 +169,11 @@ tests-mic5)
     grep -E "tensor cores vs|PASSED" "$out/test_render_cuda.log" | tail -6
     fit mic300-sh3 .mic 300 --sh-degree 3 || exit 1
     render_bar mic300-sh3 bench_render_mic.log
+    ;;
+cut-ab)
+    gpu_tests 'test_coarse_level' test_coarse.log
+    fit lego120-whole .lego 120 $mlp --val-split test --coarse 64,128 --mlp-dir-degree 1 || exit 1
+    fit lego120-cut .lego 120 $mlp --val-split test --coarse 64,128 --mlp-dir-degree 1 --coarse-cut
     ;;
 lego5r)
     name=${1:?lego5r: NAME ARGS...}
