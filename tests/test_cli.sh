@@ -39,6 +39,9 @@ expect 2 "--jitter" -- $VOXRAY render "$T/phantom" -o "$T/x.png" --jitter -1
 expect 1 "scalar volumes" -- $VOXRAY render "$T/orbs" -o "$T/x.png" --size 8x8 --backend cpu --shading on
 # --mlp-tensor-cores on a scene without the mlp decoder renders, and says the flag did nothing
 expect 0 "has no mlp decoder" -- $VOXRAY render "$T/orbs" -o "$T/tc.png" --size 8x8 --backend cpu --mlp-tensor-cores
+# --no-mlp-tensor-cores (the FP32 network) needs no GPU: on the CPU nothing is said and the picture is the same
+expect 0 "" -- $VOXRAY render "$T/orbs" -o "$T/fp.png" --size 8x8 --backend cpu --no-mlp-tensor-cores
+[ ! -s "$T/err" ] && cmp -s "$T/tc.png" "$T/fp.png" && ok || bad "--no-mlp-tensor-cores on the CPU: stderr or picture changed"
 expect 0 "" -- $VOXRAY render "$T/orbs/grid.npy" -o "$T/npy.png" --size 16x16 --backend cpu -q
 $VOXRAY info "$T/orbs" >"$T/info" 2>&1 && grep -q "24 x 24 x 24" "$T/info" && grep -q "empty:" "$T/info" && ok || bad "info"
 $VOXRAY --version | grep -q "^voxray " && ok || bad "--version"
