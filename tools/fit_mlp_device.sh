@@ -106,6 +106,15 @@ gpu_tests() { # FILTER LOG: test_fit_gpu (quick) on the tests FILTER names; noth
         { tail -8 "$out/$2"; echo "test_fit_gpu ($1) failed: nothing timed"; exit 1; }
     tail -3 "$out/$2"
 }
+tc_tests() { # the tensor-core and coarse-level tests of test_fit_gpu, and test_render_cuda (the
+    # deferred network on the tensor cores against FP32 and the CPU); nothing timed if one fails
+    gpu_tests 'test_mlp_tensor_cores' test_tc.log
+    gpu_tests 'test_coarse_level' test_coarse.log
+    echo "-- test_render_cuda (the deferred network on the tensor cores against FP32 and the CPU)"
+    "$BIN/test_render_cuda" > "$out/test_render_cuda.log" 2>&1 ||
+        { tail -12 "$out/test_render_cuda.log"; echo "test_render_cuda failed: nothing timed"; exit 1; }
+    grep -E "tensor cores vs|PASSED" "$out/test_render_cuda.log" | tail -6
+}
 case "$step" in
 check)
     echo "-- test_fit_gpu (VX_FIT_GPU_QUICK=1)"
@@ -151,22 +160,12 @@ md1b)
     render_bar lego300-md1 bench_render_md1.log
     ;;
 render-tc)
-    gpu_tests 'test_mlp_tensor_cores' test_tc.log
-    gpu_tests 'test_coarse_level' test_coarse.log
-    echo "-- test_render_cuda (the deferred network on the tensor cores against FP32 and the CPU)"
-    "$BIN/test_render_cuda" > "$out/test_render_cuda.log" 2>&1 ||
-        { tail -12 "$out/test_render_cuda.log"; echo "test_render_cuda failed: nothing timed"; exit 1; }
-    grep -E "tensor cores vs|PASSED" "$out/test_render_cuda.log" | tail -6
+    tc_tests
     fit lego60-pyrtc .lego 60 $mlp --val-split test --coarse 64,128 --mlp-dir-degree 1 --mlp-tensor-cores || exit 1
     render_bar lego60-pyrtc bench_render_tc.log
     ;;
 tests-mic5)
-    gpu_tests 'test_mlp_tensor_cores' test_tc.log
-    gpu_tests 'test_coarse_level' test_coarse.log
-    echo "-- test_render_cuda (the deferred network on the tensor cores against FP32 and the CPU)"
-    "$BIN/test_render_cuda" > "$out/test_render_cuda.log" 2>&1 ||
-        { tail -12 "$out/test_render_cuda.log"; echo "test_render_cuda failed: nothing timed"; exit 1; }
-    grep -E "tensor cores vs|PASSED" "$out/test_render_cuda.log" | tail -6
+    tc_tests
     fit mic300-sh3 .mic 300 --sh-degree 3 || exit 1
     render_bar mic300-sh3 bench_render_mic.log
     ;;
