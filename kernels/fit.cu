@@ -291,12 +291,8 @@ extern "C" int vx_fit_set_mlp_kernel_cuda(vx_fit_device *g, int kernel) {
     return 0;
 }
 extern "C" int vx_fit_set_mlp_tc_cuda(vx_fit_device *g, int on) {
-    if (on && !g->mlp_tc) { /* the device is asked once, not at every step that sets the flag again */
-        int dev = 0, major = 0;
-        VX_CUDA_CHECK(cudaGetDevice(&dev));
-        VX_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-        if (major < 8) return vx_error("fit: --mlp-tensor-cores needs TF32 tensor cores (sm_80 and up; this GPU is sm_%d)", major * 10);
-    }
+    /* the device is asked once, not at every step that sets the flag again */
+    if (on && !g->mlp_tc && vx_cuda_mlp_tc_resolve(1, "fit") < 0) return -1;
     g->mlp_tc = on != 0;
     return 0;
 }

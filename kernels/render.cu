@@ -558,14 +558,8 @@ extern "C" size_t vx_volume_bytes_cuda(const vx_cuda_volume *cv) { return cv->gr
 extern "C" void vx_volume_set_mlp_deferred_cuda(vx_cuda_volume *cv, int on) { cv->mlp_deferred = on != 0; }
 
 extern "C" int vx_volume_set_mlp_tc_cuda(vx_cuda_volume *cv, int on) {
-    if (on && !cv->mlp_tc) { /* the device is asked when the flag turns on, not at every frame */
-        int dev = 0, major = 0;
-        VX_CUDA_CHECK(cudaGetDevice(&dev));
-        VX_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-        if (major < 8)
-            return vx_error("cuda render: --mlp-tensor-cores needs TF32 tensor cores (sm_80 and up; this GPU is sm_%d)",
-                            major * 10);
-    }
+    /* the device is asked when the flag turns on, not at every frame */
+    if (on && !cv->mlp_tc && vx_cuda_mlp_tc_resolve(1, "cuda render") < 0) return -1;
     cv->mlp_tc = on != 0;
     return 0;
 }
