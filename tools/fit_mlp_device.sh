@@ -36,6 +36,9 @@
 #              held out 0.5 dB worse by 60 s on the device, not on the CPU)
 #   lego5r     OUTDIR NAME ARGS...: lego (test split) mlp for 5 minutes with ARGS, then `bench
 #              render` on its scene (FP32, tc and fused rows; carry .dev/bin/voxray.gz ... .lego)
+#   eval       OUTDIR SCENE DATASET NAME: `voxray eval` of a scene kept on the warm device (e.g. in
+#              .runs/) on DATASET's test split, the log as NAME.eval.log: lego's 200 test views in
+#              two carries (.legoA, .legoB: views 0-99 and 100-199 with transforms_train.json)
 #   pyr5       test_fit_gpu's coarse-level test (levels active and waiting), then lego mlp
 #              --coarse 64,128 --mlp-dir-degree 1 for 5 minutes against md1 (FIT.md session 21)
 #   variants   OUTDIR DATASET SECONDS NAME=ARGS...: one fit a variant (ARGS split on spaces,
@@ -47,7 +50,7 @@
 # after the step, so give each variant its own OUTDIR. Each fit adds its row (fit_summary.sh,
 # as fit_compare.sh writes them) to OUTDIR/summary.md.
 set -u
-step=${1:?usage: tools/fit_mlp_device.sh check|check-sh|level5|rbg5|md1b|render-tc|tests-mic5|cut-ab|lego5r|pyr5|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
+step=${1:?usage: tools/fit_mlp_device.sh check|check-sh|level5|rbg5|md1b|render-tc|tests-mic5|cut-ab|lego5r|eval|pyr5|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
 out=${2:?usage: tools/fit_mlp_device.sh STEP OUTDIR [fit args]}
 shift 2
 BIN=${BIN:-.dev/bin}
@@ -180,6 +183,14 @@ lego5r)
     extra="" # ARGS are this run's, not every fit's
     fit "$name" .lego 300 $mlp --val-split test "$@" || exit 1
     render_bar "$name" "bench_render_$name.log"
+    ;;
+eval)
+    scene=${1:?eval: SCENE DATASET NAME} data=${2:?eval: DATASET} name=${3:?eval: NAME}
+    [ -f "$scene/scene.json" ] || { echo "eval: no scene in $scene (not kept on this machine?)"; exit 1; }
+    "$VOXRAY" eval "$scene" "$data" --split test > "$out/$name.eval.log" 2>&1
+    rc=$?
+    tail -4 "$out/$name.eval.log"
+    exit $rc
     ;;
 pyr5)
     gpu_tests 'test_coarse*' test_coarse.log
