@@ -3,11 +3,13 @@
 # the nearest training camera, the report's last column): under 4 degrees, 4 to 8, 8 and
 # more, as docs/FIT.md compares models far from and near the training cameras.
 # Usage: tools/fit_bins.sh FIT.LOG...   (one row a log; r_8 and r_80 are lego's telling views)
+# A log may also hold `voxray eval` reports, one or more (cat them: lego's 200 test views are
+# scored in two halves on the device), whose views all count in its row.
 [ $# -ge 1 ] || { echo "usage: tools/fit_bins.sh FIT.LOG..." >&2; exit 2; }
 printf '| %-28s | %6s | %-11s | %-11s | %-11s | %6s | %6s |\n' log mean "under 4 deg" "4 to 8" "8 and more" r_8 r_80
 for log in "$@"; do
     awk -v name="$log" '
-        /^fit: held-out views/ { on = 1; next }
+        /^fit: held-out views/ || /^eval: / { on = 1; next }
         on && $1 ~ /\.png$/ && NF >= 5 {
             psnr = $2; gap = $NF; b = gap < 4 ? 0 : gap < 8 ? 1 : 2
             s[b] += psnr; n[b]++; all += psnr; na++
