@@ -116,8 +116,9 @@ typedef struct {
      * levels' gradients and Adam moments exist. nlevels == 0: off. */
     int nlevels;
     vx_fit_level lv[VX_FIT_LEVELS];
-    int coarse_cut;             /* fit --coarse-cut: at each crop the levels are cut to the
-                                 * vertices the new lattice reads (vx_fit_coarse_rebox_cpu) */
+    int coarse_cut;             /* at each crop the levels are cut to the vertices the new
+                                 * lattice reads (vx_fit_coarse_rebox_cpu); fit's default,
+                                 * --no-coarse-cut keeps them whole */
 } vx_fit_model;
 
 /* Bricked storage from per-brick live flags (table order): the slot count (live bricks +

@@ -2,7 +2,8 @@
 # test_fit_sparse.sh - a fitted mic scene (a short two-stage CPU fit, so the second stage
 # trains bricked) rendered from its sparse float32 file and from the dense grid convert
 # makes of it: the same image; its float16 file within 1/255; the bricked training equals
-# --dense-train in loss; and the sparse file is far smaller than the dense one.
+# --dense-train in loss; the coarse levels cut to the crop train as whole ones; and the
+# sparse file is far smaller than the dense one.
 # Run by tests/run_tests.sh (VOXRAY set); prints "fit-sparse: N passed, N failed".
 VOXRAY=${VOXRAY:-build/voxray}
 MIC=${VX_MIC:-../shared/data/nerf_synthetic_mic}
@@ -62,6 +63,24 @@ if $VOXRAY fit "$MIC" -o "$T/fp" $FIT --write sparse --final-prune >"$T/fp.log" 
 else
     bad "fit --final-prune failed"; tail -5 "$T/fp.log"
 fi
+
+# the coarse levels are cut to the crop by default (stage 2's log names a lattice smaller
+# than the level's first, 12 vertices an edge) and kept whole with --no-coarse-cut; both
+# train the same model (each fine voxel reads the same vertices): the same final loss
+for c in cut --no-coarse-cut; do
+    # shellcheck disable=SC2086
+    if ! $VOXRAY fit "$MIC" -o "$T/lv$c" $FIT --decoder mlp --coarse 12 $([ "$c" = cut ] || echo "$c") >"$T/lv$c.log" 2>&1; then
+        bad "fit --coarse 12 ($c) failed"; tail -5 "$T/lv$c.log"
+    fi
+done
+lv=$(sed -n 's/^fit: stage 2: coarse level 1 holds \([0-9x]*\) vertices/\1/p' "$T/lvcut.log")
+lw=$(sed -n 's/^fit: stage 2: coarse level 1 holds \([0-9x]*\) vertices/\1/p' "$T/lv--no-coarse-cut.log")
+[ -n "$lv" ] && [ "$lv" != 12x12x12 ] && ok || bad "the default did not cut the level to the crop: '$lv'"
+[ "$lw" = 12x12x12 ] && ok || bad "--no-coarse-cut cut the level: '$lw'"
+a=$(sed -n 's/.*loss [0-9.e+-]* -> \([0-9.e+-]*\);.*/\1/p' "$T/lvcut.log")
+b=$(sed -n 's/.*loss [0-9.e+-]* -> \([0-9.e+-]*\);.*/\1/p' "$T/lv--no-coarse-cut.log")
+[ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.01 * b) }' &&
+    ok || bad "cut levels' loss $a vs whole $b"
 
 # bricked training is the dense training: the same final loss (OpenMP sums differ only in
 # the last bits; the schedule and the rays are the same)

@@ -67,9 +67,9 @@ static void vx__fit_usage(FILE *o) {
             "                       alongside; a level takes steps from the first stage whose\n"
             "                       resolution is at least 2R (default 0: off)\n"
             "  --lr-coarse A        Adam step size of the coarse level (default: --lr-sh's)\n"
-            "  --coarse-cut         at each crop, cut the levels to the vertices the new lattice\n"
-            "                       reads (less work a step; off by default: on the device lego\n"
-            "                       trained 0.2 dB worse with it, not yet explained, docs/FIT.md)\n"
+            "  --no-coarse-cut      keep each level whole over the first stage's box (default: at\n"
+            "                       each crop the levels are cut to the vertices the new lattice\n"
+            "                       reads, the same model with less work a step, docs/FIT.md)\n"
             "  --val-every K        validation renders every K iterations, 0: only at the end\n"
             "                       (default 500; CUDA: 10000)\n"
             "  --val-views N        held-out views in the progress PSNR (default 3)\n"
@@ -204,7 +204,7 @@ int vx_cmd_fit(int argc, char **argv) {
     vx_fit_config cfg;
     vx_fit_config_default(&cfg);
     int sh = 2, downscale = 1, has_bbox = 0, seed = 1, use_mlp = 0, mlp_layers = 2, coarse[VX_FIT_LEVELS], ncoarse = 0,
-        coarse_cut = 0;
+        coarse_cut = 1;
     double step = 0.5, lo[3], hi[3], dv;
     vx_backend_kind backend = VX_BACKEND_AUTO;
     vx_fit_storage storage = VX_FIT_WRITE_SPARSE_HALF;
@@ -284,7 +284,8 @@ int vx_cmd_fit(int argc, char **argv) {
         else if (!strcmp(a, "--no-mlp-tensor-cores")) cfg.hp.mlp_tc = -1;
         else if (!strcmp(a, "--no-crop")) cfg.crop = 0;
         else if (!strcmp(a, "--final-prune")) cfg.final_prune = 1;
-        else if (!strcmp(a, "--coarse-cut")) coarse_cut = 1;
+        else if (!strcmp(a, "--coarse-cut")) coarse_cut = 1; /* the default since session 24 */
+        else if (!strcmp(a, "--no-coarse-cut")) coarse_cut = 0;
         else if (!strcmp(a, "--crop-keep")) bad = vx_parse_double(a, argv[++i], 0, 1, &cfg.crop_keep);
         else if (!strcmp(a, "--write")) {
             if (i + 1 >= argc) return vx_cli_usage_error("fit", "--write needs sparse-half, sparse or dense");
@@ -373,7 +374,6 @@ int vx_cmd_fit(int argc, char **argv) {
     if (vx_fit_model_init_cpu(&f, cfg.res[0], sh, lo, hi, (float)step, 0.0f, white, cfg.hp.init_sigma)) goto fail;
     if (use_mlp && vx_fit_model_use_mlp_cpu(&f, mlp_layers, (unsigned)cfg.seed)) goto fail;
     f.coarse_cut = coarse_cut;
-    if (coarse_cut && !ncoarse) fprintf(stderr, "voxray: fit: --coarse-cut has no effect without --coarse\n");
     for (int l = 0; l < ncoarse; l++) { /* each level takes steps from the first stage twice as fine */
         int first = vx_fit_coarse_init_cpu(&f, coarse[l]) ? -2 : vx_fit_coarse_first_stage(&f, l, cfg.res, cfg.stages);
         if (first == -1)
