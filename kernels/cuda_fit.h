@@ -48,7 +48,8 @@ int vx_fit_set_mlp_tc_cuda(vx_fit_device *g, int on);
  * samples it ran the network on; resets both. */
 void vx_fit_mlp_timings_cuda(vx_fit_device *g, double ms[5], double *samples);
 /* The coarse level (fit_coarse.h; no-ops without one): restrict the gradient before
- * vx_fit_adam_step_cuda consumes it, apply the coarse Adam step after it. */
+ * vx_fit_adam_step_cuda consumes it (then zero the --coarse-only channels of it, as
+ * vx_fit_coarse_restrict_cpu), apply the coarse Adam step after it. */
 int vx_fit_coarse_restrict_cuda(vx_fit_device *g);
 /* The restriction kernel: 1 (per-value masked window sums) or 2 (the default: contiguous
  * brick rows, a shared weight table, only the window's vertices; fit_coarse.cuh). Both

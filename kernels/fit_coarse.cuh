@@ -191,6 +191,17 @@ __global__ void __launch_bounds__(512, 3) vx_fit_coarse_restrict2_kernel(const f
     }
 }
 
+/* fit --coarse-only C: the alive voxels' gradient in the last C colour channels is zeroed
+ * once the restriction has read it, so those channels move with the levels only (the twin
+ * of the end of vx_fit_coarse_restrict_cpu). One thread per (alive voxel, channel); n =
+ * alive voxels x C of this launch (< 2^32). */
+__global__ void vx_fit_coarse_only_kernel(float *grad, const unsigned *__restrict__ active, unsigned n, int nc, int co) {
+    unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    unsigned k = t / (unsigned)co, c = t - k * (unsigned)co;
+    grad[(size_t)active[k] * (size_t)nc + (size_t)(nc - co) + c] = 0.0f;
+}
+
 /* Adam on every coarse entry (not lazy: the coarse grid is small and every entry has
  * neighbours seen by rays); the consumed gradient is replaced by the entry's step. */
 __global__ void vx_fit_coarse_adam_kernel(float *step, float *mom, float *var, size_t n, float lr, float b1, float b2,

@@ -1,7 +1,7 @@
 /* fit_levels.cu - the launchers of the coarse levels of `voxray fit --coarse R1[,R2..]`
  * (kernels in fit_coarse.cuh; the CPU reference in fit_coarse.c): the restriction of the
- * fine gradient onto each active level, their Adam steps and one prolongation of them all;
- * the levels' cut to the crop. */
+ * fine gradient onto each active level (and --coarse-only's zeroing after it), their Adam
+ * steps and one prolongation of them all; the levels' cut to the crop. */
 #include <math.h>
 #include <string.h>
 
@@ -9,7 +9,7 @@
 #include "fit_device.cuh"
 
 extern "C" int vx_fit_coarse_restrict_cuda(vx_fit_device *g) {
-    if (!g->m.nlevels || !g->n_active) return 0;
+    if ((!g->m.nlevels && !g->m.coarse_only) || !g->n_active) return 0;
     int tiles[3] = {(g->m.nx + VX_BRICK - 1) / VX_BRICK, (g->m.ny + VX_BRICK - 1) / VX_BRICK,
                     (g->m.nz + VX_BRICK - 1) / VX_BRICK};
     size_t blocks = g->m.nslots ? g->m.nslots - 1 : (size_t)tiles[0] * tiles[1] * tiles[2];
@@ -29,6 +29,14 @@ extern "C" int vx_fit_coarse_restrict_cuda(vx_fit_device *g) {
                                                                      cm, tiles[0], tiles[1], g->d_lv[l][0]);
             VX_LAUNCH_CHECK("vx_fit_coarse_restrict_kernel");
         }
+    }
+    int co = g->m.coarse_only, nc = g->m.nc;
+    if (co < 0 || co > nc - 1) return vx_error("fit: %d coarse-only channels of %d colour channels", co, nc - 1);
+    size_t chunk = ((size_t)1 << 31) / (size_t)(co ? co : 1); /* 32-bit work indices, as the prolongation */
+    for (size_t k0 = 0; co && k0 < g->n_active; k0 += chunk) {
+        size_t nk = g->n_active - k0 < chunk ? g->n_active - k0 : chunk, nt = nk * (size_t)co;
+        vx_fit_coarse_only_kernel<<<vx_ceil_div(nt, 256), 256>>>(g->d_grad, g->d_active + k0, (unsigned)nt, nc, co);
+        VX_LAUNCH_CHECK("vx_fit_coarse_only_kernel");
     }
     return vx_fitd_prof_stop(g, VX_FIT_PROF_LEVEL, t0);
 }

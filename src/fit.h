@@ -119,6 +119,9 @@ typedef struct {
     int coarse_cut;             /* at each crop the levels are cut to the vertices the new
                                  * lattice reads (vx_fit_coarse_rebox_cpu); fit's default,
                                  * --no-coarse-cut keeps them whole */
+    int coarse_only;            /* fit --coarse-only C: the last C colour channels take no fine
+                                 * step, only the levels' (their fine gradient is zeroed once
+                                 * the restriction has read it); 0: off */
 } vx_fit_model;
 
 /* Bricked storage from per-brick live flags (table order): the slot count (live bricks +

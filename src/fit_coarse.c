@@ -137,6 +137,11 @@ int vx_fit_coarse_restrict_cpu(vx_fit_model *f) {
             }
         }
     }
+    int co = f->coarse_only;
+    if (co < 0 || co > ncc) return vx_error("fit: %d coarse-only channels of %d colour channels", co, ncc);
+    if (co)
+        for (size_t v = 0; v < nv; v++)
+            if (f->alive[v]) memset(f->grad + v * nc + nc - co, 0, (size_t)co * sizeof(float));
     return 0;
 }
 

@@ -96,7 +96,9 @@ int vx_fit_coarse_rebox_cpu(vx_fit_model *f);
 int vx_fit_coarse_reshape(vx_fit_level *c, const vx_fit_level *like, int ncc);
 
 /* Before the fine Adam step consumes f->grad: add U_l^T dL/d(colour channels) of the alive
- * voxels into each active level's gradient (U_l: level l's interpolation above). */
+ * voxels into each active level's gradient (U_l: level l's interpolation above); then, with
+ * f->coarse_only = C, zero the alive voxels' gradient in the last C colour channels, so
+ * they move with the levels only (whether or not a level is active yet). */
 int vx_fit_coarse_restrict_cpu(vx_fit_model *f);
 /* After the fine Adam step: Adam on each active level with step size lr, then add the sum
  * of the U_l (step_l) to the alive voxels' colour channels (one pass, summing the levels in

@@ -2319,6 +2319,13 @@ static void test_commands(void **state) {
     const char *u19[] = {"fit", dir, "-o", out, "--lr-final", "0", NULL}, *u20[] = {"fit", dir, "-o", out, "--lr-final", NULL};
     assert_int_equal(run_cmd(vx_cmd_fit, u19), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u20), 2);
+    /* --coarse-only: channels that would never move without a level; more than the model has */
+    const char *cq1[] = {"fit", dir, "-o", out, "--coarse-only", "2", NULL};
+    const char *cq2[] = {"fit", dir, "-o", out, "--sh-degree", "0", "--coarse", "4", "--coarse-only", "4", NULL};
+    const char *cq3[] = {"fit", dir, "-o", out, "--coarse-only", "-1", NULL};
+    assert_int_equal(run_cmd(vx_cmd_fit, cq1), 2);
+    assert_int_equal(run_cmd(vx_cmd_fit, cq2), 2);
+    assert_int_equal(run_cmd(vx_cmd_fit, cq3), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u17), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u18), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u1), 2);

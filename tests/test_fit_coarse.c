@@ -306,6 +306,55 @@ static void check_rebox(int bricked) {
 
 static void test_coarse_rebox(void **state) { (void)state; check_rebox(0); check_rebox(1); }
 
+/* --coarse-only C: the restriction reads the whole gradient (the levels' sums are those of
+ * C = 0), then the alive voxels' last C colour channels hold zero and every other value is
+ * as it was; dense and bricked. */
+static void test_coarse_only(void **state) {
+    (void)state;
+    for (int bricked = 0; bricked < 2; bricked++) {
+        vx_fit_model f;
+        random_coarse_model(&f, bricked);
+        size_t nv = vx_fit_storage_voxels(&f), n = nv * f.nc;
+        for (size_t i = 0; i < n; i++) f.grad[i] = (float)vx_test_uniform(-1, 1);
+        int co = 1 + (int)vx_test_uniform(0, f.nc - 1); /* 1 .. nc - 1 */
+        if (co > f.nc - 1) co = f.nc - 1;
+        float *before = malloc(n * sizeof(float)), *whole[VX_FIT_LEVELS] = {NULL};
+        assert_non_null(before);
+        memcpy(before, f.grad, n * sizeof(float));
+        assert_int_equal(vx_fit_coarse_restrict_cpu(&f), 0); /* C = 0: the reference sums */
+        assert_memory_equal(f.grad, before, n * sizeof(float));
+        for (int l = 0; l < f.nlevels; l++) {
+            size_t ne = vx_fit_coarse_entries(&f, l);
+            whole[l] = malloc(ne * sizeof(float));
+            assert_non_null(whole[l]);
+            memcpy(whole[l], f.lv[l].grad, ne * sizeof(float));
+            memset(f.lv[l].grad, 0, ne * sizeof(float));
+        }
+        f.coarse_only = co;
+        assert_int_equal(vx_fit_coarse_restrict_cpu(&f), 0);
+        for (int l = 0; l < f.nlevels; l++)
+            assert_memory_equal(f.lv[l].grad, whole[l], vx_fit_coarse_entries(&f, l) * sizeof(float));
+        size_t zeroed = 0;
+        for (size_t v = 0; v < nv; v++)
+            for (int c = 0; c < f.nc; c++) {
+                float x = f.grad[v * f.nc + c], was = before[v * f.nc + c];
+                if (f.alive[v] && c >= f.nc - co) {
+                    assert_true(x == 0.0f);
+                    zeroed += was != 0.0f;
+                } else {
+                    assert_true(x == was);
+                }
+            }
+        assert_true(zeroed > 0);
+        f.coarse_only = f.nc; /* more than the colour channels: refused */
+        assert_int_equal(vx_fit_coarse_restrict_cpu(&f), -1);
+        vx_clear_error();
+        free(before);
+        for (int l = 0; l < f.nlevels; l++) free(whole[l]);
+        vx_fit_model_free(&f);
+    }
+}
+
 static void test_coarse_dense(void **state) { (void)state; check_restrict_apply(0); }
 static void test_coarse_bricked(void **state) { (void)state; check_restrict_apply(1); }
 
@@ -316,6 +365,7 @@ int main(void) {
         cmocka_unit_test(test_coarse_dense),
         cmocka_unit_test(test_coarse_bricked),
         cmocka_unit_test(test_coarse_rebox),
+        cmocka_unit_test(test_coarse_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

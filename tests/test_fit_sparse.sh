@@ -2,8 +2,8 @@
 # test_fit_sparse.sh - a fitted mic scene (a short two-stage CPU fit, so the second stage
 # trains bricked) rendered from its sparse float32 file and from the dense grid convert
 # makes of it: the same image; its float16 file within 1/255; the bricked training equals
-# --dense-train in loss; the coarse levels cut to the crop train as whole ones; and the
-# sparse file is far smaller than the dense one.
+# --dense-train in loss; the coarse levels cut to the crop train as whole ones; coarse-only
+# channels take no steps of their own; and the sparse file is far smaller than the dense one.
 # Run by tests/run_tests.sh (VOXRAY set); prints "fit-sparse: N passed, N failed".
 VOXRAY=${VOXRAY:-build/voxray}
 MIC=${VX_MIC:-../shared/data/nerf_synthetic_mic}
@@ -81,6 +81,19 @@ a=$(sed -n 's/.*loss [0-9.e+-]* -> \([0-9.e+-]*\);.*/\1/p' "$T/lvcut.log")
 b=$(sed -n 's/.*loss [0-9.e+-]* -> \([0-9.e+-]*\);.*/\1/p' "$T/lv--no-coarse-cut.log")
 [ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.01 * b) }' &&
     ok || bad "cut levels' loss $a vs whole $b"
+
+# --coarse-only 15 (every feature moves with the level only) is --lr-sh 0 (the features'
+# own steps of size zero) with the level's step size given: the same scene byte for byte
+# (one thread: the same sums in the same order)
+CO="$FIT --decoder mlp --coarse 12 --lr-coarse 0.02"
+# shellcheck disable=SC2086
+if OMP_NUM_THREADS=1 $VOXRAY fit "$MIC" -o "$T/co15" $CO --coarse-only 15 >"$T/co15.log" 2>&1 &&
+    OMP_NUM_THREADS=1 $VOXRAY fit "$MIC" -o "$T/lrsh0" $CO --lr-sh 0 >"$T/lrsh0.log" 2>&1; then
+    grep -q "^fit: colour channels 1-15 move with the coarse levels only" "$T/co15.log" && ok || bad "no coarse-only line"
+    cmp -s "$T/co15/grid.sparse.npz" "$T/lrsh0/grid.sparse.npz" && ok || bad "--coarse-only 15 differs from --lr-sh 0"
+else
+    bad "fit --coarse-only 15 or --lr-sh 0 failed"; tail -3 "$T/co15.log" "$T/lrsh0.log"
+fi
 
 # bricked training is the dense training: the same final loss (OpenMP sums differ only in
 # the last bits; the schedule and the rays are the same)

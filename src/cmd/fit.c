@@ -67,6 +67,9 @@ static void vx__fit_usage(FILE *o) {
             "                       alongside; a level takes steps from the first stage whose\n"
             "                       resolution is at least 2R (default 0: off)\n"
             "  --lr-coarse A        Adam step size of the coarse level (default: --lr-sh's)\n"
+            "  --coarse-only C      the last C colour channels take no steps of their own, only\n"
+            "                       the levels': features shared over the levels' scale, e.g.\n"
+            "                       for a highlight seen in other places (default 0; docs/FIT.md)\n"
             "  --no-coarse-cut      keep each level whole over the first stage's box (default: at\n"
             "                       each crop the levels are cut to the vertices the new lattice\n"
             "                       reads, the same model with less work a step, docs/FIT.md)\n"
@@ -204,7 +207,7 @@ int vx_cmd_fit(int argc, char **argv) {
     vx_fit_config cfg;
     vx_fit_config_default(&cfg);
     int sh = 2, downscale = 1, has_bbox = 0, seed = 1, use_mlp = 0, mlp_layers = 2, coarse[VX_FIT_LEVELS], ncoarse = 0,
-        coarse_cut = 1;
+        coarse_cut = 1, coarse_only = 0;
     double step = 0.5, lo[3], hi[3], dv;
     vx_backend_kind backend = VX_BACKEND_AUTO;
     vx_fit_storage storage = VX_FIT_WRITE_SPARSE_HALF;
@@ -220,7 +223,7 @@ int vx_cmd_fit(int argc, char **argv) {
                                        "--lr-sigma", "--lr-sh", "--lr-final", "--tv-sigma", "--tv-sh", "--tv-until",
                                        "--backend", "--max-seconds", "--stage-ends", "--sparsity", "--distortion", "--rgbper", "--error-map", "--crop-keep",
                                        "--decoder", "--mlp-layers", "--lr-mlp", "--mlp-kernel", "--mlp-dir-degree",
-                                       "--coarse", "--lr-coarse"};
+                                       "--coarse", "--lr-coarse", "--coarse-only"};
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             if (!strcmp(a, valued[k]) && !need) {
                 snprintf(msg, sizeof msg, "%s needs a value", a);
@@ -244,6 +247,7 @@ int vx_cmd_fit(int argc, char **argv) {
             if (!bad) cfg.hp.mlp_dir_terms = (deg + 1) * (deg + 1);
         }
         else if (!strcmp(a, "--coarse")) bad = vx__parse_coarse(argv[++i], coarse, &ncoarse);
+        else if (!strcmp(a, "--coarse-only")) bad = vx_parse_int(a, argv[++i], 0, 48, &coarse_only); /* SH 3: 48 colour channels */
         else if (!strcmp(a, "--lr-coarse")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_coarse = (float)dv; }
         else if (!strcmp(a, "--lr-mlp")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_mlp = (float)dv; }
         else if (!strcmp(a, "--mlp-kernel")) {
@@ -374,6 +378,16 @@ int vx_cmd_fit(int argc, char **argv) {
     if (vx_fit_model_init_cpu(&f, cfg.res[0], sh, lo, hi, (float)step, 0.0f, white, cfg.hp.init_sigma)) goto fail;
     if (use_mlp && vx_fit_model_use_mlp_cpu(&f, mlp_layers, (unsigned)cfg.seed)) goto fail;
     f.coarse_cut = coarse_cut;
+    if (coarse_only && (!ncoarse || coarse_only > f.nc - 1)) {
+        snprintf(msg, sizeof msg, !ncoarse ? "--coarse-only %d needs --coarse (without a level those channels never move)"
+                                           : "--coarse-only %d: the model has %d colour channels", coarse_only, f.nc - 1);
+        vx_fit_model_free(&f);
+        rc = vx_cli_usage_error("fit", msg);
+        goto fail;
+    }
+    f.coarse_only = coarse_only;
+    if (coarse_only)
+        fprintf(stderr, "fit: colour channels %d-%d move with the coarse levels only\n", f.nc - coarse_only, f.nc - 1);
     for (int l = 0; l < ncoarse; l++) { /* each level takes steps from the first stage twice as fine */
         int first = vx_fit_coarse_init_cpu(&f, coarse[l]) ? -2 : vx_fit_coarse_first_stage(&f, l, cfg.res, cfg.stages);
         if (first == -1)
