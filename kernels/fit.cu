@@ -184,7 +184,7 @@ extern "C" void vx_fit_model_free_cuda(vx_fit_device *g) {
     vx_cuda_free(g->d_mlp); vx_cuda_free(g->d_mlp_grad); vx_cuda_free(g->d_mlp_m); vx_cuda_free(g->d_mlp_v);
     vx_cuda_free(g->d_rec); vx_cuda_free(g->d_rec_count);
     for (int l = 0; l < VX_FIT_LEVELS; l++)
-        for (int k = 0; k < 3; k++) vx_cuda_free(g->d_lv[l][k]);
+        for (int k = 0; k < 4; k++) vx_cuda_free(g->d_lv[l][k]);
     vx_cuda_free(g->d_defer[0]); vx_cuda_free(g->d_defer[1]); vx_cuda_free(g->d_ndefer);
     vx_cuda_free(g->mb.x); vx_cuda_free(g->mb.pt); vx_cuda_free(g->mb.rgb); vx_cuda_free(g->mb.dout);
     vx_cuda_free(g->mb.dt); vx_cuda_free(g->mb.ray_start); vx_cuda_free(g->mb.ray_n);
@@ -236,7 +236,8 @@ static int vx__create(vx_fit_device *g, const vx_fit_model *f, int max_batch) {
         float **d = g->d_lv[l];
         if (vx_cuda_alloc((void **)&d[0], nb, "fit coarse gradient") || vx_cuda_upload(d[0], c->grad, nb) ||
             vx_cuda_alloc((void **)&d[1], nb, "fit coarse moments") || vx_cuda_upload(d[1], c->m, nb) ||
-            vx_cuda_alloc((void **)&d[2], nb, "fit coarse moments") || vx_cuda_upload(d[2], c->v, nb))
+            vx_cuda_alloc((void **)&d[2], nb, "fit coarse moments") || vx_cuda_upload(d[2], c->v, nb) ||
+            (c->val && (vx_cuda_alloc((void **)&d[3], nb, "fit coarse level value") || vx_cuda_upload(d[3], c->val, nb))))
             return -1;
     }
     return vx_fitd_compact(g);
@@ -252,7 +253,8 @@ extern "C" int vx_fit_model_upload_cuda(vx_fit_device **out, const vx_fit_model 
     g->m.alive = g->m.occ = NULL;
     g->m.table = g->m.bxyz = g->m.view_table = NULL;
     g->m.mlp = g->m.mlp_grad = g->m.mlp_m = g->m.mlp_v = g->m.mlp_tgrad = NULL; /* d_mlp.. hold them */
-    for (int l = 0; l < VX_FIT_LEVELS; l++) g->m.lv[l].grad = g->m.lv[l].m = g->m.lv[l].v = NULL; /* d_lv holds them */
+    for (int l = 0; l < VX_FIT_LEVELS; l++) /* d_lv holds them */
+        g->m.lv[l].grad = g->m.lv[l].m = g->m.lv[l].v = g->m.lv[l].val = NULL;
     memset(&g->m.view, 0, sizeof g->m.view);
     g->m.mp.occ_b = 0; /* occupancy is rebuilt on the device by vx_fit_occupancy_build_cuda */
     g->max_batch = max_batch;
@@ -349,8 +351,9 @@ static int vx__download(const vx_fit_device *g, vx_fit_model *f, int all) {
             return -1; /* the device cut its levels to a crop (vx_fit_coarse_rebox_cuda) */
         c->t0 = g->m.lv[l].t0;
         size_t cb = vx_fit_coarse_entries(f, l) * sizeof(float);
+        if (!c->val != !g->d_lv[l][3]) return vx_error("fit: host and device coarse level values differ");
         if (vx_cuda_download(c->grad, g->d_lv[l][0], cb) || vx_cuda_download(c->m, g->d_lv[l][1], cb) ||
-            vx_cuda_download(c->v, g->d_lv[l][2], cb))
+            vx_cuda_download(c->v, g->d_lv[l][2], cb) || (c->val && vx_cuda_download(c->val, g->d_lv[l][3], cb)))
             return -1;
     }
     return vx_cuda_download(f->grad, g->d_grad, n * sizeof(float)) ||

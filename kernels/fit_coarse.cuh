@@ -203,21 +203,27 @@ __global__ void vx_fit_coarse_only_kernel(float *grad, const unsigned *__restric
 }
 
 /* Adam on every coarse entry (not lazy: the coarse grid is small and every entry has
- * neighbours seen by rays); the consumed gradient is replaced by the entry's step. */
-__global__ void vx_fit_coarse_adam_kernel(float *step, float *mom, float *var, size_t n, float lr, float b1, float b2,
-                                          float eps, float bc1, float bc2) {
+ * neighbours seen by rays); the consumed gradient is replaced by the entry's step, which
+ * --coarse-decay's value accumulates (VAL; false: val unused, the kernel as before the decay). */
+template <bool VAL>
+__global__ void vx_fit_coarse_adam_kernel(float *step, float *mom, float *var, float *val, size_t n, float lr,
+                                          float b1, float b2, float eps, float bc1, float bc2) {
     size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= n) return;
     float x = 0.0f;
     vx_fit_adam_update(&x, mom + j, var + j, step[j], lr, b1, b2, eps, bc1, bc2, 0);
     step[j] = x;
+    if (VAL) val[j] += x;
 }
 
-/* The active levels of one step (vx_fit_coarse_apply_cuda): their maps and steps. */
+/* The active levels of one step (vx_fit_coarse_apply_cuda): their maps, steps and, with
+ * --coarse-decay (lam > 0), their values. */
 typedef struct {
     int n;
     vx_fit_coarse_map m[VX_FIT_LEVELS];
     const float *step[VX_FIT_LEVELS];
+    const float *val[VX_FIT_LEVELS];
+    float lam;
 } vx_fit_coarse_steps;
 
 /* The alive voxels' colour channels += sum over the levels of U_l step_l: one thread per
@@ -226,8 +232,11 @@ typedef struct {
  * per voxel striding through its row wrote partial sectors; this layout cut the level's time
  * a step on lego's mlp fit from 2.60 to 1.86 ms on the H100, docs/BENCHMARKS.md.) The levels
  * are summed first and added once, so a second level costs its 8 gathers, not another pass
- * over the rows. Channel 0, the density, is left alone. n = alive voxels x ng groups of this
- * launch (< 2^32). */
+ * over the rows. Channel 0, the density, is left alone. BLEND (--coarse-decay, S.lam > 0):
+ * then each colour channel blends toward the levels' values, d + lam (sum_l U_l val_l - d)
+ * (vx_fit_coarse_blend, as fit_coarse.c); false compiles the kernel as it was before the
+ * decay. n = alive voxels x ng groups of this launch (< 2^32). */
+template <bool BLEND>
 __global__ void vx_fit_coarse_prolong_kernel(float *data, const unsigned *__restrict__ active, unsigned n, int ng,
                                              int gw, vx_fit_index L, vx_fit_coarse_steps S) {
     unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -236,28 +245,40 @@ __global__ void vx_fit_coarse_prolong_kernel(float *data, const unsigned *__rest
     size_t v = active[k], idx[8];
     int x, y, z;
     if (vx_fit_xyz(&L, v, &x, &y, &z)) return;
-    float w[8], s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    float w[8], s[4] = {0.0f, 0.0f, 0.0f, 0.0f}, u[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     int ncc = ng * gw - 1, c0 = (int)q * gw;
 #pragma unroll /* static indices into S: no copy of the parameter struct to local memory */
     for (int l = 0; l < VX_FIT_LEVELS; l++) {
         if (l >= S.n) break;
         vx_fit_coarse_corners(&S.m[l], x, y, z, idx, w);
         const float *__restrict__ step = S.step[l];
+        const float *__restrict__ val = S.val[l];
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             int c = c0 + i - 1; /* the coarse channel of row channel c0 + i */
-            if (i < gw && c >= 0)
+            if (i < gw && c >= 0) {
 #pragma unroll
                 for (int j = 0; j < 8; j++) s[i] += w[j] * step[idx[j] * ncc + c];
+                if (BLEND)
+#pragma unroll
+                    for (int j = 0; j < 8; j++) u[i] += w[j] * val[idx[j] * ncc + c];
+            }
         }
     }
     float *d = data + v * (size_t)(ng * gw) + c0;
     if (gw == 4) {
         float4 a = *(float4 *)d;
         a.x += s[0]; a.y += s[1]; a.z += s[2]; a.w += s[3];
+        if (BLEND) { /* channel 0 (q == 0, i == 0) is the density: never blended */
+            if (q) a.x = vx_fit_coarse_blend(a.x, u[0], S.lam);
+            a.y = vx_fit_coarse_blend(a.y, u[1], S.lam);
+            a.z = vx_fit_coarse_blend(a.z, u[2], S.lam);
+            a.w = vx_fit_coarse_blend(a.w, u[3], S.lam);
+        }
         *(float4 *)d = a;
     } else {
         d[0] += s[0];
+        if (BLEND && c0 > 0) d[0] = vx_fit_coarse_blend(d[0], u[0], S.lam);
     }
 }
 

@@ -52,7 +52,8 @@ struct vx_fit_device {
     int profile;
     double prof_ms[VX_FIT_PROF_N];
     double prof_mlpb[5], prof_samples; /* profiling: the batched mlp step's kernels, samples */
-    float *d_lv[VX_FIT_LEVELS][3]; /* the coarse levels (m.nlevels): gradient (then step), moments */
+    float *d_lv[VX_FIT_LEVELS][4]; /* the coarse levels (m.nlevels): gradient (then step), moments,
+                                    * value (--coarse-decay; NULL otherwise) */
 };
 
 static inline size_t vx_fitd_nv(const vx_fit_model *m) { return vx_fit_storage_voxels(m); }

@@ -52,19 +52,32 @@ extern "C" int vx_fit_coarse_apply_cuda(vx_fit_device *g, const vx_fit_hparams *
         float bc1, bc2;
         vx_fit_coarse_bias(&g->m, l, h->beta1, h->beta2, &bc1, &bc2);
         size_t n = vx_fit_coarse_entries(&g->m, l);
-        vx_fit_coarse_adam_kernel<<<vx_ceil_div(n, 256), 256>>>(g->d_lv[l][0], g->d_lv[l][1], g->d_lv[l][2], n, lr,
-                                                                  h->beta1, h->beta2, h->eps, bc1, bc2);
+        float *val = g->d_lv[l][3];
+        if (val)
+            vx_fit_coarse_adam_kernel<true><<<vx_ceil_div(n, 256), 256>>>(g->d_lv[l][0], g->d_lv[l][1], g->d_lv[l][2],
+                                                                        val, n, lr, h->beta1, h->beta2, h->eps, bc1, bc2);
+        else
+            vx_fit_coarse_adam_kernel<false><<<vx_ceil_div(n, 256), 256>>>(g->d_lv[l][0], g->d_lv[l][1], g->d_lv[l][2],
+                                                                         val, n, lr, h->beta1, h->beta2, h->eps, bc1, bc2);
         VX_LAUNCH_CHECK("vx_fit_coarse_adam_kernel");
         S.step[S.n] = g->d_lv[l][0];
+        S.val[S.n] = g->d_lv[l][3];
         act[S.n++] = l;
     }
     if (!S.n) return 0;
+    S.lam = g->m.coarse_decay;
+    for (int i = 0; S.lam > 0.0f && i < S.n; i++)
+        if (!S.val[i]) return vx_error("fit: --coarse-decay: level %d keeps no value on the device", act[i]);
     int gw = g->m.nc % 4 == 0 ? 4 : 1, ng = g->m.nc / gw;
     size_t chunk = ((size_t)1 << 31) / (size_t)ng; /* as the Adam step: 32-bit work indices */
     for (size_t k0 = 0; k0 < g->n_active; k0 += chunk) {
         size_t nk = g->n_active - k0 < chunk ? g->n_active - k0 : chunk, nt = nk * (size_t)ng;
-        vx_fit_coarse_prolong_kernel<<<vx_ceil_div(nt, 256), 256>>>(g->d_data, g->d_active + k0, (unsigned)nt, ng, gw,
-                                                                    vx_fitd_index(g), S);
+        if (S.lam > 0.0f) /* --coarse-decay: the blend toward the levels' values */
+            vx_fit_coarse_prolong_kernel<true><<<vx_ceil_div(nt, 256), 256>>>(g->d_data, g->d_active + k0, (unsigned)nt,
+                                                                              ng, gw, vx_fitd_index(g), S);
+        else
+            vx_fit_coarse_prolong_kernel<false><<<vx_ceil_div(nt, 256), 256>>>(g->d_data, g->d_active + k0, (unsigned)nt,
+                                                                               ng, gw, vx_fitd_index(g), S);
         VX_LAUNCH_CHECK("vx_fit_coarse_prolong_kernel");
     }
     for (int i = 0; i < S.n; i++)
@@ -81,20 +94,21 @@ extern "C" int vx_fit_coarse_rebox_cuda(vx_fit_device *g) {
         if (!memcmp(n, c->n, sizeof n)) continue;
         /* the level's arrays to the host, cut there by the CPU's code, back to the device */
         size_t ne = vx_fit_coarse_entries(&g->m, l);
+        int na = g->d_lv[l][3] ? 4 : 3; /* the value only with --coarse-decay */
         vx_fit_level h = *c;
-        h.grad = (float *)vx_malloc(ne * sizeof(float), "fit coarse level (host copy)");
-        h.m = (float *)vx_malloc(ne * sizeof(float), "fit coarse level (host copy)");
-        h.v = (float *)vx_malloc(ne * sizeof(float), "fit coarse level (host copy)");
-        int rc = !h.grad || !h.m || !h.v || vx_cuda_download(h.grad, g->d_lv[l][0], ne * sizeof(float)) ||
-                 vx_cuda_download(h.m, g->d_lv[l][1], ne * sizeof(float)) ||
-                 vx_cuda_download(h.v, g->d_lv[l][2], ne * sizeof(float)) || vx_fit_coarse_cut(&h, k0, n, ncc);
+        float **ha[4] = {&h.grad, &h.m, &h.v, &h.val};
+        int rc = 0;
+        for (int k = 0; k < 4; k++) {
+            *ha[k] = k < na ? (float *)vx_malloc(ne * sizeof(float), "fit coarse level (host copy)") : NULL;
+            rc = rc || (k < na && (!*ha[k] || vx_cuda_download(*ha[k], g->d_lv[l][k], ne * sizeof(float))));
+        }
+        rc = rc || vx_fit_coarse_cut(&h, k0, n, ncc);
         if (!rc) {
             size_t nb = (size_t)n[0] * n[1] * n[2] * (size_t)ncc * sizeof(float);
-            float *d[3] = {NULL, NULL, NULL};
-            rc = vx_cuda_alloc((void **)&d[0], nb, "fit coarse gradient") || vx_cuda_upload(d[0], h.grad, nb) ||
-                 vx_cuda_alloc((void **)&d[1], nb, "fit coarse moments") || vx_cuda_upload(d[1], h.m, nb) ||
-                 vx_cuda_alloc((void **)&d[2], nb, "fit coarse moments") || vx_cuda_upload(d[2], h.v, nb);
-            for (int k = 0; k < 3; k++) {
+            float *d[4] = {NULL, NULL, NULL, NULL};
+            for (int k = 0; k < na && !rc; k++)
+                rc = vx_cuda_alloc((void **)&d[k], nb, "fit coarse level") || vx_cuda_upload(d[k], *ha[k], nb);
+            for (int k = 0; k < na; k++) {
                 vx_cuda_free(rc ? d[k] : g->d_lv[l][k]);
                 if (!rc) g->d_lv[l][k] = d[k];
             }
@@ -104,9 +118,7 @@ extern "C" int vx_fit_coarse_rebox_cuda(vx_fit_device *g) {
                 memcpy(c->hi, h.hi, sizeof c->hi);
             }
         }
-        free(h.grad);
-        free(h.m);
-        free(h.v);
+        for (int k = 0; k < 4; k++) free(*ha[k]);
         if (rc) return -1;
     }
     return 0;

@@ -64,6 +64,8 @@ typedef struct {
     double lo[3], hi[3];
     long long t0;
     float *grad, *m, *v;        /* gradient (then the step), moments */
+    float *val;                 /* fit --coarse-decay: the sum of its steps, the level's own
+                                 * value (NULL where the model's coarse_decay is 0) */
 } vx_fit_level;
 
 /* The model. Arrays are voxel-major like vx_grid: (z, y, x, c) with c innermost. */
@@ -122,6 +124,10 @@ typedef struct {
     int coarse_only;            /* fit --coarse-only C: the last C colour channels take no fine
                                  * step, only the levels' (their fine gradient is zeroed once
                                  * the restriction has read it); 0: off */
+    float coarse_decay;         /* fit --coarse-decay L: after each levels' step the alive
+                                 * voxels' colour channels blend toward the levels' values,
+                                 * f += L (sum_l U_l val_l - f), so the fine residual decays
+                                 * where no gradient holds it (fit_coarse.h); 0: off */
 } vx_fit_model;
 
 /* Bricked storage from per-brick live flags (table order): the slot count (live bricks +

@@ -10,13 +10,15 @@
 #include "fit_march.h"
 #include "vx_common.h"
 
-/* A level's gradient and moments, ne floats each, zeroed (all three, or none and -1). */
-static int vx__level_arrays(size_t ne, float *arr[3]) {
+/* A level's gradient, moments and (with_val: --coarse-decay) value, ne floats each, zeroed
+ * (all of them, or none and -1; arr[3] NULL without the value). */
+static int vx__level_arrays(size_t ne, int with_val, float *arr[4]) {
     arr[0] = vx_calloc(ne, sizeof(float), "fit coarse gradient");
     arr[1] = vx_calloc(ne, sizeof(float), "fit coarse Adam first moment");
     arr[2] = vx_calloc(ne, sizeof(float), "fit coarse Adam second moment");
-    if (arr[0] && arr[1] && arr[2]) return 0;
-    for (int k = 0; k < 3; k++) free(arr[k]);
+    arr[3] = with_val ? vx_calloc(ne, sizeof(float), "fit coarse level value") : NULL;
+    if (arr[0] && arr[1] && arr[2] && (!with_val || arr[3])) return 0;
+    for (int k = 0; k < 4; k++) free(arr[k]);
     return -1;
 }
 
@@ -24,6 +26,8 @@ int vx_fit_coarse_init_cpu(vx_fit_model *f, int res) {
     if (res < 2 || res > 1024) return vx_error("fit: --coarse %d is outside 2..1024", res);
     if (f->nc < 2) return vx_error("fit: the coarse level needs colour channels (the model has %d)", f->nc);
     if (f->nlevels >= VX_FIT_LEVELS) return vx_error("fit: --coarse: at most %d levels", VX_FIT_LEVELS);
+    if (!(f->coarse_decay >= 0.0f && f->coarse_decay < 1.0f))
+        return vx_error("fit: --coarse-decay %g is outside [0, 1)", f->coarse_decay);
     double edge[3], longest = 0.0;
     for (int a = 0; a < 3; a++) {
         edge[a] = f->box_hi[a] - f->box_lo[a];
@@ -43,13 +47,15 @@ int vx_fit_coarse_init_cpu(vx_fit_model *f, int res) {
     c->t0 = -1;
     f->nlevels++; /* before the allocations: vx_fit_coarse_free drops a half-made level */
     size_t n = vx_fit_coarse_entries(f, f->nlevels - 1);
-    c->grad = vx_calloc(n, sizeof(float), "fit coarse gradient");
-    c->m = vx_calloc(n, sizeof(float), "fit coarse Adam first moment");
-    c->v = vx_calloc(n, sizeof(float), "fit coarse Adam second moment");
-    if (!c->grad || !c->m || !c->v) {
+    float *arr[4];
+    if (vx__level_arrays(n, f->coarse_decay > 0.0f, arr)) {
         vx_fit_coarse_free(f);
         return -1;
     }
+    c->grad = arr[0];
+    c->m = arr[1];
+    c->v = arr[2];
+    c->val = arr[3];
     return 0;
 }
 
@@ -160,9 +166,13 @@ int vx_fit_coarse_apply_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr) 
             float x = 0.0f;
             vx_fit_adam_update(&x, c->m + j, c->v + j, step[j], lr, h->beta1, h->beta2, h->eps, bc1, bc2, 0);
             step[j] = x;
+            if (c->val) c->val[j] += x;
         }
     }
     if (!na) return 0;
+    const float lam = f->coarse_decay;
+    for (int i = 0; lam > 0.0f && i < na; i++)
+        if (!f->lv[act[i]].val) return vx_error("fit: --coarse-decay: level %d keeps no value", act[i]);
     vx_fit_index L;
     vx_fit_index_of(f, &L);
     size_t nv = vx_fit_storage_voxels(f);
@@ -175,12 +185,15 @@ int vx_fit_coarse_apply_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr) 
         for (int i = 0; i < na; i++) vx_fit_coarse_corners(&m[i], x, y, z, idx[i], w[i]);
         float *d = f->data + v * nc + 1;
         for (int c = 0; c < ncc; c++) {
-            float s = 0.0f;
+            float s = 0.0f, u = 0.0f;
             for (int i = 0; i < na; i++) {
-                const float *step = f->lv[act[i]].grad;
+                const float *step = f->lv[act[i]].grad, *val = f->lv[act[i]].val;
                 for (int k = 0; k < 8; k++) s += w[i][k] * step[idx[i][k] * ncc + c];
+                if (lam > 0.0f)
+                    for (int k = 0; k < 8; k++) u += w[i][k] * val[idx[i][k] * ncc + c];
             }
             d[c] += s;
+            if (lam > 0.0f) d[c] = vx_fit_coarse_blend(d[c], u, lam);
         }
     }
     for (int i = 0; i < na; i++) memset(f->lv[act[i]].grad, 0, vx_fit_coarse_entries(f, act[i]) * sizeof(float));
@@ -212,10 +225,11 @@ int vx_fit_coarse_cut(vx_fit_level *c, const int k0[3], const int n[3], int ncc)
     for (int a = 0; a < 3; a++)
         if (k0[a] < 0 || n[a] < 2 || k0[a] + n[a] > c->n[a])
             return vx_error("fit: coarse level cut %d+%d outside its %d vertices on axis %d", k0[a], n[a], c->n[a], a);
-    float *arr[3], *old[3] = {c->grad, c->m, c->v};
-    if (vx__level_arrays((size_t)n[0] * n[1] * n[2] * (size_t)ncc, arr)) return -1;
+    float *arr[4], *old[4] = {c->grad, c->m, c->v, c->val};
+    int nk = c->val ? 4 : 3;
+    if (vx__level_arrays((size_t)n[0] * n[1] * n[2] * (size_t)ncc, c->val != NULL, arr)) return -1;
     size_t row = (size_t)n[0] * ncc;
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < nk; k++)
         for (int z = 0; z < n[2]; z++)
             for (int y = 0; y < n[1]; y++) {
                 size_t from = (((size_t)(z + k0[2]) * c->n[1] + (size_t)(y + k0[1])) * c->n[0] + (size_t)k0[0]) * ncc;
@@ -227,10 +241,11 @@ int vx_fit_coarse_cut(vx_fit_level *c, const int k0[3], const int n[3], int ncc)
         c->hi[a] = lo + (k0[a] + n[a]) * ch;
         c->n[a] = n[a];
     }
-    for (int k = 0; k < 3; k++) free(old[k]);
+    for (int k = 0; k < 4; k++) free(old[k]);
     c->grad = arr[0];
     c->m = arr[1];
     c->v = arr[2];
+    c->val = arr[3];
     return 0;
 }
 
@@ -245,14 +260,16 @@ int vx_fit_coarse_rebox_cpu(vx_fit_model *f) {
 }
 
 int vx_fit_coarse_reshape(vx_fit_level *c, const vx_fit_level *like, int ncc) {
-    float *arr[3];
-    if (vx__level_arrays((size_t)like->n[0] * like->n[1] * like->n[2] * (size_t)ncc, arr)) return -1;
+    float *arr[4];
+    if (vx__level_arrays((size_t)like->n[0] * like->n[1] * like->n[2] * (size_t)ncc, c->val != NULL, arr)) return -1;
     free(c->grad);
     free(c->m);
     free(c->v);
+    free(c->val);
     c->grad = arr[0];
     c->m = arr[1];
     c->v = arr[2];
+    c->val = arr[3];
     memcpy(c->n, like->n, sizeof c->n);
     memcpy(c->lo, like->lo, sizeof c->lo);
     memcpy(c->hi, like->hi, sizeof c->hi);

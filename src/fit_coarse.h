@@ -47,6 +47,11 @@ VX_HD void vx_fit_coarse_corners(const vx_fit_coarse_map *m, int x, int y, int z
     }
 }
 
+/* --coarse-decay's blend of a voxel's colour channel d toward the levels' value u: d + L (u -
+ * d), fused so that the CPU and the CUDA kernel round alike. The residual d - u shrinks by
+ * (1 - L) a step where no gradient holds it. */
+VX_HD float vx_fit_coarse_blend(float d, float u, float lam) { return fmaf(lam, u - d, d); }
+
 /* Give f (freshly initialised, either decoder) one more coarse level (up to VX_FIT_LEVELS):
  * res vertices along the box's longest edge (fewer along shorter ones, at least 2), zero
  * gradient and moments, not yet started. */
@@ -62,8 +67,8 @@ static inline size_t vx_fit_coarse_entries(const vx_fit_model *f, int l) {
 static inline void vx_fit_coarse_free(vx_fit_model *f) {
     for (int l = 0; l < VX_FIT_LEVELS; l++) {
         vx_fit_level *c = &f->lv[l];
-        free(c->grad); free(c->m); free(c->v);
-        c->grad = c->m = c->v = NULL;
+        free(c->grad); free(c->m); free(c->v); free(c->val);
+        c->grad = c->m = c->v = c->val = NULL;
         c->n[0] = c->n[1] = c->n[2] = 0;
     }
     f->nlevels = 0;
@@ -85,7 +90,7 @@ void vx_fit_coarse_bias(vx_fit_model *f, int l, float beta1, float beta2, float 
  * included, with one vertex of margin each side (at least 2 an axis): k0[a] .. k0[a] + n[a] - 1. */
 void vx_fit_coarse_window(const vx_fit_model *f, int l, int k0[3], int n[3]);
 /* Cut level c (ncc channels an entry) to vertices k0 .. k0 + n - 1 on each axis: its
- * gradient and moments there, its box shrunk to match (the same voxel size), the rest freed. */
+ * gradient, moments and value (where kept) there, its box shrunk to match (the same voxel size), the rest freed. */
 int vx_fit_coarse_cut(vx_fit_level *c, const int k0[3], const int n[3], int ncc);
 /* After a crop: cut every level to the window its new lattice reads, so that its Adam step
  * covers the crop and not the first stage's whole box. Each fine voxel interpolates the
@@ -100,9 +105,11 @@ int vx_fit_coarse_reshape(vx_fit_level *c, const vx_fit_level *like, int ncc);
  * f->coarse_only = C, zero the alive voxels' gradient in the last C colour channels, so
  * they move with the levels only (whether or not a level is active yet). */
 int vx_fit_coarse_restrict_cpu(vx_fit_model *f);
-/* After the fine Adam step: Adam on each active level with step size lr, then add the sum
- * of the U_l (step_l) to the alive voxels' colour channels (one pass, summing the levels in
- * order, as the CUDA kernel), and clear the levels' gradients. */
+/* After the fine Adam step: Adam on each active level with step size lr (val_l += step_l
+ * where the level keeps its value), then add the sum of the U_l (step_l) to the alive
+ * voxels' colour channels (one pass, summing the levels in order, as the CUDA kernel) and,
+ * with f->coarse_decay = L > 0, blend each toward sum_l U_l (val_l) by L
+ * (vx_fit_coarse_blend); clear the levels' gradients. */
 int vx_fit_coarse_apply_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr);
 
 #ifdef __cplusplus

@@ -2326,6 +2326,11 @@ static void test_commands(void **state) {
     assert_int_equal(run_cmd(vx_cmd_fit, cq1), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, cq2), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, cq3), 2);
+    /* --coarse-decay: nothing to decay toward without a level; a blend past one half */
+    const char *cd1[] = {"fit", dir, "-o", out, "--coarse-decay", "0.1", NULL};
+    const char *cd2[] = {"fit", dir, "-o", out, "--coarse", "4", "--coarse-decay", "0.6", NULL};
+    assert_int_equal(run_cmd(vx_cmd_fit, cd1), 2);
+    assert_int_equal(run_cmd(vx_cmd_fit, cd2), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u17), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u18), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u1), 2);

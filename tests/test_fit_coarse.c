@@ -1,8 +1,9 @@
 /* test_fit_coarse.c - the coarse levels of `voxray fit --coarse` (fit_coarse.c) against a
  * direct double-precision evaluation of their interpolations U_l: the maps, the restriction
  * (U_l^T of the alive voxels' colour gradient), the first Adam step's prolongation (closed
- * form: the sum of -lr sign(U_l^T g) interpolated, at whatever step the model is), inactive
- * levels left alone, dense and bricked storage. test_fit.c's test_train_coarse runs the
+ * form: the sum of -lr sign(U_l^T g) interpolated, at whatever step the model is; with
+ * --coarse-decay also the blend toward the levels' values), inactive levels left alone, dense
+ * and bricked storage. test_fit.c's test_train_coarse runs the
  * levels through the training loop. */
 #include "vx_test.h"
 
@@ -142,6 +143,18 @@ static void check_restrict_apply(int bricked) {
         float *before = malloc(nv * nc * sizeof(float));
         memcpy(before, f.data, nv * nc * sizeof(float));
         f.t = 1 + (long long)vx_test_uniform(0, 100);
+        /* every other trial --coarse-decay: each level keeps a value from earlier steps */
+        double lam = trial % 2 ? vx_test_uniform(0.01, 0.4) : 0.0, *val0[VX_FIT_LEVELS] = {NULL};
+        int nact = 0;
+        for (int l = 0; l < nl; l++) {
+            nact += vx_fit_coarse_active(&f, l, NULL);
+            if (lam == 0.0) continue;
+            f.lv[l].val = malloc(nco[l] * sizeof(float));
+            val0[l] = malloc(nco[l] * sizeof(double));
+            for (size_t j = 0; j < nco[l]; j++) val0[l][j] = f.lv[l].val[j] = (float)vx_test_uniform(-1, 1);
+        }
+        f.coarse_decay = (float)lam;
+        lam = f.coarse_decay;
         assert_int_equal(vx_fit_coarse_apply_cpu(&f, &h, lr), 0);
         for (int l = 0; l < nl; l++) {
             int on = vx_fit_coarse_active(&f, l, NULL);
@@ -155,24 +168,37 @@ static void check_restrict_apply(int bricked) {
             int x = 0, y = 0, z = 0;
             int lattice = !vx_fit_xyz(&L, v, &x, &y, &z);
             for (int c = 0; c < nc; c++) {
-                double want = before[v * nc + c];
+                double want = before[v * nc + c], u = 0.0;
                 for (int l = 0; l < nl; l++) {
                     if (!(c > 0 && f.alive[v] && lattice && vx_fit_coarse_active(&f, l, NULL))) continue;
                     size_t idx[8];
                     double w[8];
                     ref_corners(&f, l, x, y, z, idx, w);
                     for (int k = 0; k < 8; k++) {
-                        double g = gc[l][idx[k] * ncc + c - 1];
-                        want += w[k] * (g > 0 ? -lr : g < 0 ? lr : 0.0) * fabs(g) / (fabs(g) + 1e-8);
+                        size_t j = idx[k] * ncc + c - 1;
+                        double g = gc[l][j], step = (g > 0 ? -lr : g < 0 ? lr : 0.0) * fabs(g) / (fabs(g) + 1e-8);
+                        want += w[k] * step;
+                        if (lam > 0.0) u += w[k] * (val0[l][j] + step); /* the value after this step */
                     }
                 }
+                /* the blend: the residual toward the active levels' values shrinks by 1 - lam */
+                if (lam > 0.0 && nact && c > 0 && f.alive[v] && lattice) want += lam * (u - want);
                 if (fabs(f.data[v * nc + c] - want) > 2e-5 * nl)
                     fail_msg("%s trial %d: voxel %zu channel %d is %g, expected %g (alive %d)", bricked ? "bricked" : "dense",
                              trial, v, c, f.data[v * nc + c], want, f.alive[v]);
             }
         }
+        for (int l = 0; lam > 0.0 && l < nl; l++) { /* each level's value took its step, or none */
+            int on = vx_fit_coarse_active(&f, l, NULL);
+            for (size_t j = 0; j < nco[l]; j++) {
+                double g = gc[l][j], step = on ? (g > 0 ? -lr : g < 0 ? lr : 0.0) * fabs(g) / (fabs(g) + 1e-8) : 0.0;
+                if (fabs(f.lv[l].val[j] - (val0[l][j] + step)) > 1e-5)
+                    fail_msg("trial %d: level %d's value %zu is %g, expected %g", trial, l, j, f.lv[l].val[j],
+                             val0[l][j] + step);
+            }
+        }
         free(before);
-        for (int l = 0; l < nl; l++) free(gc[l]);
+        for (int l = 0; l < nl; l++) free(gc[l]), free(val0[l]);
         vx_fit_model_free(&f);
     }
 }
@@ -309,6 +335,49 @@ static void test_coarse_rebox(void **state) { (void)state; check_rebox(0); check
 /* --coarse-only C: the restriction reads the whole gradient (the levels' sums are those of
  * C = 0), then the alive voxels' last C colour channels hold zero and every other value is
  * as it was; dense and bricked. */
+/* --coarse-decay's level values: kept only with the decay, refused outside [0, 1), cut with
+ * the level (each kept entry the same vertex's value, as the moments) and reshaped with it. */
+static void test_coarse_decay_values(void **state) {
+    (void)state;
+    int res[3] = {20, 16, 12};
+    double lo[3] = {-1, -1, -1}, hi[3] = {1, 1, 1};
+    float bg[3] = {1, 1, 1};
+    vx_fit_model f;
+    assert_int_equal(vx_fit_model_init_cpu(&f, res, 1, lo, hi, 0.5f, 0.0f, bg, 0.1f), 0);
+    assert_int_equal(vx_fit_coarse_init_cpu(&f, 8), 0);
+    assert_null(f.lv[0].val); /* no decay: no value */
+    f.coarse_decay = 1.0f;
+    assert_int_equal(vx_fit_coarse_init_cpu(&f, 6), -1);
+    assert_non_null(strstr(vx_errmsg(), "--coarse-decay"));
+    vx_clear_error();
+    f.coarse_decay = 0.05f;
+    assert_int_equal(vx_fit_coarse_init_cpu(&f, 6), 0);
+    vx_fit_level *c = &f.lv[1];
+    assert_non_null(c->val);
+    int ncc = f.nc - 1, n0[3] = {c->n[0], c->n[1], c->n[2]};
+    size_t ne = vx_fit_coarse_entries(&f, 1);
+    for (size_t j = 0; j < ne; j++) assert_true(c->val[j] == 0.0f); /* starts at zero, as the fine features */
+    for (size_t j = 0; j < ne; j++) c->val[j] = (float)j, c->m[j] = (float)(2 * j);
+    int k0[3] = {1, 2, 0}, n[3] = {n0[0] - 2, n0[1] - 3, 2};
+    assert_int_equal(vx_fit_coarse_cut(c, k0, n, ncc), 0);
+    for (int z = 0; z < n[2]; z++)
+        for (int y = 0; y < n[1]; y++)
+            for (int x = 0; x < n[0]; x++)
+                for (int ch = 0; ch < ncc; ch++) {
+                    size_t j = (((size_t)z * n[1] + y) * n[0] + x) * ncc + ch;
+                    size_t was = (((size_t)(z + k0[2]) * n0[1] + y + k0[1]) * n0[0] + x + k0[0]) * ncc + ch;
+                    assert_true(c->val[j] == (float)was && c->m[j] == (float)(2 * was));
+                }
+    vx_fit_level like = *c;
+    like.n[0] = 3, like.n[1] = 4, like.n[2] = 5;
+    assert_int_equal(vx_fit_coarse_reshape(c, &like, ncc), 0);
+    assert_non_null(c->val); /* still kept, zeroed, at the new size */
+    for (size_t j = 0; j < (size_t)3 * 4 * 5 * ncc; j++) assert_true(c->val[j] == 0.0f);
+    assert_int_equal(vx_fit_coarse_reshape(&f.lv[0], &like, ncc), 0);
+    assert_null(f.lv[0].val);
+    vx_fit_model_free(&f);
+}
+
 static void test_coarse_only(void **state) {
     (void)state;
     for (int bricked = 0; bricked < 2; bricked++) {
@@ -366,6 +435,7 @@ int main(void) {
         cmocka_unit_test(test_coarse_bricked),
         cmocka_unit_test(test_coarse_rebox),
         cmocka_unit_test(test_coarse_only),
+        cmocka_unit_test(test_coarse_decay_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

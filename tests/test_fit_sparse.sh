@@ -3,7 +3,8 @@
 # trains bricked) rendered from its sparse float32 file and from the dense grid convert
 # makes of it: the same image; its float16 file within 1/255; the bricked training equals
 # --dense-train in loss; the coarse levels cut to the crop train as whole ones; coarse-only
-# channels take no steps of their own; and the sparse file is far smaller than the dense one.
+# channels take no steps of their own; --coarse-decay's level values go through the crop and
+# change the fit; and the sparse file is far smaller than the dense one.
 # Run by tests/run_tests.sh (VOXRAY set); prints "fit-sparse: N passed, N failed".
 VOXRAY=${VOXRAY:-build/voxray}
 MIC=${VX_MIC:-../shared/data/nerf_synthetic_mic}
@@ -93,6 +94,21 @@ if OMP_NUM_THREADS=1 $VOXRAY fit "$MIC" -o "$T/co15" $CO --coarse-only 15 >"$T/c
     cmp -s "$T/co15/grid.sparse.npz" "$T/lrsh0/grid.sparse.npz" && ok || bad "--coarse-only 15 differs from --lr-sh 0"
 else
     bad "fit --coarse-only 15 or --lr-sh 0 failed"; tail -3 "$T/co15.log" "$T/lrsh0.log"
+fi
+
+# --coarse-decay: the levels keep their values through the stage change (cut to the crop) and
+# the blend reaches the training: another final loss than the same fit without it
+# shellcheck disable=SC2086
+if OMP_NUM_THREADS=1 $VOXRAY fit "$MIC" -o "$T/cd" $CO --coarse-decay 0.2 >"$T/cd.log" 2>&1 &&
+    OMP_NUM_THREADS=1 $VOXRAY fit "$MIC" -o "$T/cd0" $CO >"$T/cd0.log" 2>&1; then
+    grep -q "^fit: the colour channels blend toward the coarse levels by 0.2 a step" "$T/cd.log" && ok ||
+        bad "no coarse-decay line"
+    grep -q "^fit: stage 2: coarse level 1 holds" "$T/cd.log" && ok || bad "--coarse-decay: no cut level in stage 2"
+    a=$(sed -n 's/.*loss [0-9.e+-]* -> \([0-9.e+-]*\);.*/\1/p' "$T/cd.log")
+    b=$(sed -n 's/.*loss [0-9.e+-]* -> \([0-9.e+-]*\);.*/\1/p' "$T/cd0.log")
+    [ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ] && ok || bad "--coarse-decay 0.2 ends at loss '$a', without it '$b'"
+else
+    bad "fit --coarse-decay 0.2 failed"; tail -3 "$T/cd.log" "$T/cd0.log"
 fi
 
 # bricked training is the dense training: the same final loss (OpenMP sums differ only in

@@ -70,6 +70,9 @@ static void vx__fit_usage(FILE *o) {
             "  --coarse-only C      the last C colour channels take no steps of their own, only\n"
             "                       the levels': features shared over the levels' scale, e.g.\n"
             "                       for a highlight seen in other places (default 0; docs/FIT.md)\n"
+            "  --coarse-decay L     after each levels' step blend the colour channels toward the\n"
+            "                       levels' values by L (0..1): the fine residual decays where\n"
+            "                       no gradient holds it (default 0: off; docs/FIT.md)\n"
             "  --no-coarse-cut      keep each level whole over the first stage's box (default: at\n"
             "                       each crop the levels are cut to the vertices the new lattice\n"
             "                       reads, the same model with less work a step, docs/FIT.md)\n"
@@ -208,6 +211,7 @@ int vx_cmd_fit(int argc, char **argv) {
     vx_fit_config_default(&cfg);
     int sh = 2, downscale = 1, has_bbox = 0, seed = 1, use_mlp = 0, mlp_layers = 2, coarse[VX_FIT_LEVELS], ncoarse = 0,
         coarse_cut = 1, coarse_only = 0;
+    double coarse_decay = 0.0;
     double step = 0.5, lo[3], hi[3], dv;
     vx_backend_kind backend = VX_BACKEND_AUTO;
     vx_fit_storage storage = VX_FIT_WRITE_SPARSE_HALF;
@@ -223,7 +227,7 @@ int vx_cmd_fit(int argc, char **argv) {
                                        "--lr-sigma", "--lr-sh", "--lr-final", "--tv-sigma", "--tv-sh", "--tv-until",
                                        "--backend", "--max-seconds", "--stage-ends", "--sparsity", "--distortion", "--rgbper", "--error-map", "--crop-keep",
                                        "--decoder", "--mlp-layers", "--lr-mlp", "--mlp-kernel", "--mlp-dir-degree",
-                                       "--coarse", "--lr-coarse", "--coarse-only"};
+                                       "--coarse", "--lr-coarse", "--coarse-only", "--coarse-decay"};
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             if (!strcmp(a, valued[k]) && !need) {
                 snprintf(msg, sizeof msg, "%s needs a value", a);
@@ -248,6 +252,7 @@ int vx_cmd_fit(int argc, char **argv) {
         }
         else if (!strcmp(a, "--coarse")) bad = vx__parse_coarse(argv[++i], coarse, &ncoarse);
         else if (!strcmp(a, "--coarse-only")) bad = vx_parse_int(a, argv[++i], 0, 48, &coarse_only); /* SH 3: 48 colour channels */
+        else if (!strcmp(a, "--coarse-decay")) bad = vx_parse_double(a, argv[++i], 0, 0.5, &coarse_decay);
         else if (!strcmp(a, "--lr-coarse")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_coarse = (float)dv; }
         else if (!strcmp(a, "--lr-mlp")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_mlp = (float)dv; }
         else if (!strcmp(a, "--mlp-kernel")) {
@@ -386,6 +391,15 @@ int vx_cmd_fit(int argc, char **argv) {
         goto fail;
     }
     f.coarse_only = coarse_only;
+    if (coarse_decay > 0 && !ncoarse) {
+        snprintf(msg, sizeof msg, "--coarse-decay %g needs --coarse (the residual decays toward the levels)", coarse_decay);
+        vx_fit_model_free(&f);
+        rc = vx_cli_usage_error("fit", msg);
+        goto fail;
+    }
+    f.coarse_decay = (float)coarse_decay;
+    if (coarse_decay > 0)
+        fprintf(stderr, "fit: the colour channels blend toward the coarse levels by %g a step\n", coarse_decay);
     if (coarse_only)
         fprintf(stderr, "fit: colour channels %d-%d move with the coarse levels only\n", f.nc - coarse_only, f.nc - 1);
     for (int l = 0; l < ncoarse; l++) { /* each level takes steps from the first stage twice as fine */

@@ -3,7 +3,8 @@
  * tests/emu/cuda_emu.h, launched as fit.cu does (both versions of the restriction), and
  * compared with fit_coarse.c (itself
  * checked against double precision in test_fit_coarse.c): random models of every channel
- * count, dense and bricked. tests/gpu/test_fit_gpu.c checks the same on the device. */
+ * count, dense and bricked, every other one with --coarse-decay's blend toward the levels'
+ * values. tests/gpu/test_fit_gpu.c checks the same on the device. */
 #include "emu/fit_emu.h"
 #include "fit_coarse.h"
 
@@ -52,11 +53,22 @@ static void check(int bricked) {
         f.t = 3;
         f.lv[0].t0 = 0;
         float lr = (float)uni(0.01, 0.1);
-        std::vector<float> mom[VX_FIT_LEVELS], var[VX_FIT_LEVELS], step[VX_FIT_LEVELS];
+        std::vector<float> mom[VX_FIT_LEVELS], var[VX_FIT_LEVELS], step[VX_FIT_LEVELS], val[VX_FIT_LEVELS];
         vx_fit_coarse_steps S;
         memset(&S, 0, sizeof S);
+        if (trial % 2) { /* --coarse-decay: levels keep values from earlier steps */
+            f.coarse_decay = (float)uni(0.01, 0.3);
+            S.lam = f.coarse_decay;
+            for (int l = 0; l < nl; l++) {
+                size_t nco = vx_fit_coarse_entries(&f, l);
+                f.lv[l].val = (float *)calloc(nco, sizeof(float));
+                assert_non_null(f.lv[l].val);
+                for (size_t j = 0; j < nco; j++) f.lv[l].val[j] = (float)uni(-1, 1);
+            }
+        }
         for (int l = 0; l < nl; l++) {
             size_t nco = vx_fit_coarse_entries(&f, l);
+            if (f.lv[l].val) val[l].assign(f.lv[l].val, f.lv[l].val + nco);
             if (l == 0)
                 for (size_t j = 0; j < nco; j++) {
                     f.lv[l].m[j] = (float)uni(-0.1, 0.1);
@@ -68,9 +80,15 @@ static void check(int bricked) {
             if (!vx_fit_coarse_active(&f, l, NULL)) continue;
             double t = l == 0 ? 3.0 : 1.0;
             float bc1 = (float)(1.0 - pow(h.beta1, t)), bc2 = (float)(1.0 - pow(h.beta2, t));
-            vx_emu_launch(dim3((unsigned)((nco + 255) / 256)), dim3(256), vx_fit_coarse_adam_kernel, step[l].data(),
-                          mom[l].data(), var[l].data(), nco, lr, h.beta1, h.beta2, h.eps, bc1, bc2);
+            float *vp = f.lv[l].val ? val[l].data() : NULL;
+            if (vp)
+                vx_emu_launch(dim3((unsigned)((nco + 255) / 256)), dim3(256), vx_fit_coarse_adam_kernel<true>,
+                              step[l].data(), mom[l].data(), var[l].data(), vp, nco, lr, h.beta1, h.beta2, h.eps, bc1, bc2);
+            else
+                vx_emu_launch(dim3((unsigned)((nco + 255) / 256)), dim3(256), vx_fit_coarse_adam_kernel<false>,
+                              step[l].data(), mom[l].data(), var[l].data(), vp, nco, lr, h.beta1, h.beta2, h.eps, bc1, bc2);
             S.m[S.n] = cm[l];
+            S.val[S.n] = vp;
             S.step[S.n++] = step[l].data();
         }
         std::vector<unsigned> active;
@@ -78,13 +96,18 @@ static void check(int bricked) {
             if (f.alive[v]) active.push_back((unsigned)v);
         int gw = nc % 4 == 0 ? 4 : 1, ng = nc / gw; /* as vx_fit_coarse_apply_cuda */
         unsigned nt = (unsigned)(active.size() * ng);
-        vx_emu_launch(dim3((nt + 255) / 256), dim3(256), vx_fit_coarse_prolong_kernel, data.data(),
-                      (const unsigned *)active.data(), nt, ng, gw, L, S);
+        if (S.lam > 0.0f)
+            vx_emu_launch(dim3((nt + 255) / 256), dim3(256), vx_fit_coarse_prolong_kernel<true>, data.data(),
+                          (const unsigned *)active.data(), nt, ng, gw, L, S);
+        else
+            vx_emu_launch(dim3((nt + 255) / 256), dim3(256), vx_fit_coarse_prolong_kernel<false>, data.data(),
+                          (const unsigned *)active.data(), nt, ng, gw, L, S);
         OK(vx_fit_coarse_apply_cpu(&f, &h, lr));
         for (int l = 0; l < nl; l++) {
             size_t nco = mom[l].size();
             compare_most(f.lv[l].m, mom[l].data(), nco, 1e-6, 1e-9, 0, "coarse first moment");
             compare_most(f.lv[l].v, var[l].data(), nco, 1e-6, 1e-12, 0, "coarse second moment");
+            if (f.lv[l].val) compare_most(f.lv[l].val, val[l].data(), nco, 1e-6, 1e-6, 0, "coarse level value");
         }
         compare_most(f.data, data.data(), nv * nc, 1e-6, 1e-6, 0, "parameters after the coarse step");
         vx_fit_model_free(&f);

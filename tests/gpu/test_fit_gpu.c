@@ -87,7 +87,8 @@ static void host_twin(const vx_fit_model *f, vx_fit_model *h) {
         c->grad = calloc(nco, sizeof(float));
         c->m = calloc(nco, sizeof(float));
         c->v = calloc(nco, sizeof(float));
-        assert_true(c->grad && c->m && c->v);
+        c->val = f->lv[l].val ? calloc(nco, sizeof(float)) : NULL; /* as the device keeps it */
+        assert_true(c->grad && c->m && c->v && (c->val || !f->lv[l].val));
         h->nlevels++;
     }
 }
@@ -310,7 +311,8 @@ static void test_tv_adam_prune_upsample(void **state) {
 
 /* The coarse levels (--coarse): the per-brick restriction, then the fine and coarse Adam
  * steps and the prolongation, dense and bricked, every channel count and set of levels
- * (active or not yet) fc_random_model draws. */
+ * (active or not yet) fc_random_model draws; every third trial --coarse-only, two in four
+ * --coarse-decay (the levels' values and the blend toward them, also through the cut). */
 static void test_coarse_level(void **state) {
     (void)state;
     for (int trial = 0; trial < 2 * g_trials; trial++) { /* dense, bricked; restriction version 1, then 2 */
@@ -320,6 +322,16 @@ static void test_coarse_level(void **state) {
         size_t nv = nvox(&f), n = nv * f.nc;
         /* every third trial with --coarse-only: the device zeroes the same channels after restricting */
         if (trial % 3 == 2) f.coarse_only = f.nc - 1 < 3 ? f.nc - 1 : 3;
+        if (trial % 4 == 1 || trial % 4 == 2) { /* --coarse-decay (bricked v1, dense v2), the
+                                                  * levels' values as after earlier steps */
+            f.coarse_decay = (float)uni(0.01, 0.3);
+            for (int l = 0; l < f.nlevels; l++) {
+                size_t nco = vx_fit_coarse_entries(&f, l);
+                f.lv[l].val = malloc(nco * sizeof(float));
+                assert_non_null(f.lv[l].val);
+                for (size_t j = 0; j < nco; j++) f.lv[l].val[j] = (float)uni(-1, 1);
+            }
+        }
         vx_fit_device *g;
         OK(vx_fit_model_upload_cuda(&g, &f, 16));
         host_twin(&f, &h);
@@ -346,6 +358,7 @@ static void test_coarse_level(void **state) {
             compare(f.lv[l].m, h.lv[l].m, nco, 1e-5, 1e-9, "coarse first moments");
             compare(f.lv[l].v, h.lv[l].v, nco, 1e-5, 1e-12, "coarse second moments");
             compare(f.lv[l].grad, h.lv[l].grad, nco, 0, 0, "coarse gradient consumed");
+            if (f.lv[l].val) compare(f.lv[l].val, h.lv[l].val, nco, 1e-5, 1e-6, "coarse level values");
             assert_true(f.lv[l].t0 == h.lv[l].t0);
         }
         /* the cut to a crop (fit's stage change; the fixture's levels span 1.3x the box): the
@@ -366,6 +379,7 @@ static void test_coarse_level(void **state) {
             assert_memory_equal(f.lv[l].lo, h.lv[l].lo, sizeof f.lv[l].lo);
             assert_memory_equal(f.lv[l].hi, h.lv[l].hi, sizeof f.lv[l].hi);
             compare(f.lv[l].m, h.lv[l].m, nco, 1e-5, 1e-9, "cut coarse first moments");
+            if (f.lv[l].val) compare(f.lv[l].val, h.lv[l].val, nco, 1e-5, 1e-6, "cut coarse level values");
             compare(f.lv[l].grad, h.lv[l].grad, nco, 1e-5, 1e-6, "cut coarse gradient");
             double sum = 0.0;
             for (size_t j = 0; j < nco; j++) sum += fabs(f.lv[l].grad[j]);
