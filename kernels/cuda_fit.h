@@ -70,9 +70,10 @@ const vx_fit_model *vx_fit_model_meta_cuda(const vx_fit_device *g);
 /* Alive voxels (the list the Adam, TV and occupancy kernels run over). */
 size_t vx_fit_alive_count_cuda(const vx_fit_device *g);
 void vx_fit_track_weights_cuda(vx_fit_device *g, int on);
-/* The ray regularisers' weights per ray for the next ray steps (fit.h's reg_sparsity and
- * reg_distortion; the upload copies the host model's). Both kernel versions apply them. */
-void vx_fit_set_ray_reg_cuda(vx_fit_device *g, float sparsity, float distortion);
+/* The ray regularisers' weights per ray for the next ray steps (fit.h's reg_sparsity,
+ * reg_distortion and reg_binary; the upload copies the host model's). Both kernel versions
+ * apply them. */
+void vx_fit_set_ray_reg_cuda(vx_fit_device *g, float sparsity, float distortion, float binary);
 /* Rays drawn on the device go through a random point of their pixel (on) or its centre
  * (0, the default), as vx_fit_sample_batch_map draws them with tiles->jitter. */
 void vx_fit_set_jitter_cuda(vx_fit_device *g, int on);

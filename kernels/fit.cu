@@ -269,9 +269,10 @@ extern "C" int vx_fit_model_upload_cuda(vx_fit_device **out, const vx_fit_model 
 extern "C" const vx_fit_model *vx_fit_model_meta_cuda(const vx_fit_device *g) { return &g->m; }
 extern "C" size_t vx_fit_alive_count_cuda(const vx_fit_device *g) { return g->n_active; }
 extern "C" void vx_fit_track_weights_cuda(vx_fit_device *g, int on) { g->m.track_wmax = on; }
-extern "C" void vx_fit_set_ray_reg_cuda(vx_fit_device *g, float sparsity, float distortion) {
+extern "C" void vx_fit_set_ray_reg_cuda(vx_fit_device *g, float sparsity, float distortion, float binary) {
     g->m.reg_sparsity = sparsity;
     g->m.reg_distortion = distortion;
+    g->m.reg_binary = binary;
 }
 extern "C" void vx_fit_set_jitter_cuda(vx_fit_device *g, int on) { g->jitter = on != 0; }
 extern "C" void vx_fit_set_random_bg_cuda(vx_fit_device *g, int on) { g->random_bg = on != 0; }
@@ -405,7 +406,7 @@ extern "C" int vx_fit_views_upload_cuda(vx_fit_device *g, const vx_dataset *d) {
 
 /* The regularisers' weights per ray of an n-ray batch (the batch mean, as the loss). */
 static vx_fit_reg vx__reg(const vx_fit_device *g, int n) {
-    vx_fit_reg r = {g->m.reg_sparsity / (float)n, g->m.reg_distortion / (float)n};
+    vx_fit_reg r = {g->m.reg_sparsity / (float)n, g->m.reg_distortion / (float)n, g->m.reg_binary / (float)n};
     return r;
 }
 
@@ -446,8 +447,8 @@ static int vx__rays_mlp(vx_fit_device *g, const vx_fit_ray_src *src, int n, floa
     if (vx__mlp_step_check(g, n)) return -1;
     vx_fit_reg reg = vx__reg(g, n);
     if (vx_fit_reg_on(&reg))
-        return vx_error("fit: --sparsity and --distortion have no CUDA kernel in the mlp decoder's per-ray step (the "
-                        "batched one has them)");
+        return vx_error("fit: --sparsity, --distortion and --binary-alpha have no CUDA kernel in the mlp decoder's "
+                        "per-ray step (the batched one has them)");
     int bs = 128, L = g->m.mlp_layers, m = n;
     const unsigned char *occ = g->m.mp.occ_b ? g->d_occ : NULL;
     float *wmax = g->m.track_wmax ? g->d_wmax : NULL;

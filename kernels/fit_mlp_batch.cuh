@@ -153,8 +153,7 @@ vx_fit_mlpb_composite_kernel(vx_march_params mp, vx_fit_ray_src src, const int *
         vx_vec3 oi = vx_v3(0.0f, 0.0f, 0.0f), di = oi;
         float idd = 0.0f;
         if constexpr (REG) {
-            sums.sparse = sums.W = sums.S = sums.D = sums.m0 = 0.0f;
-            sums.n = 0;
+            vx_fit_reg_sums_zero(&sums);
             oi = vx_affine_point(mp.w2i, o);
             di = vx_affine_dir(mp.w2i, d);
             idd = 1.0f / vx_dot(di, di);

@@ -256,8 +256,7 @@ __device__ __forceinline__ void vx_fit_march_t(const vx_march_params &m, const v
             f.sums = sums;
             f.run.W = f.run.S = f.run.P = 0.0f;
         } else {
-            f.sums.sparse = f.sums.W = f.sums.S = f.sums.D = f.sums.m0 = 0.0f;
-            f.sums.n = 0;
+            vx_fit_reg_sums_zero(&f.sums);
         }
     }
     if constexpr (REG != VX_FIT_REG_NONE && BWD) {
@@ -414,7 +413,7 @@ __global__ void vx_fit_render_kernel(vx_march_params mp, vx_fit_index L, const f
     vx_vec3 o, d;
     vx_camera_ray(&cam, (float)px + 0.5f, (float)py + 0.5f, &o, &d);
     float C[3];
-    vx_fit_reg reg = {0.0f, 0.0f};
+    vx_fit_reg reg = {0.0f, 0.0f, 0.0f};
     vx_fit_reg_sums sums;
     float T;
     vx_fit_march_t<DEG, false, VX_FIT_REG_NONE>(mp, L, data, occ, o, d, C, NULL, NULL, NULL, reg, sums, 0.0f, NULL, T);

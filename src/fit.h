@@ -32,6 +32,8 @@ typedef struct {
     float init_sigma;           /* raw density at start (small positive) */
     float sparsity, distortion; /* per-ray regulariser weights (docs/FIT.md "Ray regularisers");
                                  * 0: off, the default until measured */
+    float binary_alpha;         /* fit --binary-alpha: the weight of each sample's alpha (1 - alpha)
+                                 * in a ray's loss (the same section), 0: off */
     int lazy;                   /* sparse Adam: zero-gradient parameters keep value and moments */
     int mlp_kernel;             /* CUDA, mlp decoder: 1 the network inside the ray kernel,
                                  * 0 or 2 batched over the step's samples (kernels/cuda_fit.h) */
@@ -94,8 +96,9 @@ typedef struct {
     vx_march_params mp;         /* march parameters for the current lattice */
     int track_wmax;             /* raise wmax in the ray backward (1 after init; the training loop
                                  * turns it on only while pruning statistics are collected) */
-    float reg_sparsity, reg_distortion; /* the rays step's regulariser weights per ray (the
-                                 * hparams'; the step divides them by the batch), 0 after init */
+    float reg_sparsity, reg_distortion, reg_binary; /* the rays step's regulariser weights per
+                                 * ray (the hparams'; the step divides them by the batch), 0 after
+                                 * init */
     float reg_rgbper;           /* the per-point colour loss's weight (hparams' rgbper), 0 after init */
     double reg_loss;            /* the last CPU rays step's regulariser term (batch mean) */
     /* Storage. table == NULL: dense, voxel (x, y, z) is entry (z*ny + y)*nx + x of every
@@ -193,8 +196,8 @@ void vx_fit_zero_grad_cpu(vx_fit_model *f);
 
 /* Forward + backward of the MSE loss over a batch: adds dL/d data into f->grad, raises
  * f->wmax, writes the rendered colours into out_rgb (n*3, may be NULL). Returns the mean
- * squared error per channel (the loss). With f->reg_sparsity, f->reg_distortion or
- * f->reg_rgbper set the gradient includes the ray regularisers (their batch mean goes to
+ * squared error per channel (the loss). With f->reg_sparsity, f->reg_distortion,
+ * f->reg_binary or f->reg_rgbper set the gradient includes the ray regularisers (their batch mean goes to
  * f->reg_loss, not into the returned loss, which stays the photometric one that training
  * reports as PSNR). */
 double vx_fit_rays_backward_cpu(vx_fit_model *f, const vx_fit_batch *b, float *out_rgb);

@@ -65,6 +65,7 @@ static int vx__step(vx_fit_backend *b, const vx_fit_step *s, double *loss) {
     vx_fit_zero_grad_cpu(b->f);
     b->f->reg_sparsity = s->hp->sparsity;
     b->f->reg_distortion = s->hp->distortion;
+    b->f->reg_binary = s->hp->binary_alpha;
     b->f->reg_rgbper = s->hp->rgbper;
     *loss = vx_fit_rays_backward_cpu(b->f, &b->batch, s->map ? b->rgb : NULL);
     if (s->map) {

@@ -50,7 +50,7 @@ static void vx__track_weights(vx_fit_backend *b, int on) {
 /* The Adam step clears the gradient it consumed: no full-array zeroing per step. */
 static int vx__step(vx_fit_backend *b, const vx_fit_step *s, double *loss) {
     if (s->occ_cell > 0 && vx_fit_occupancy_build_cuda(b->g, s->occ_cell)) return -1;
-    vx_fit_set_ray_reg_cuda(b->g, s->hp->sparsity, s->hp->distortion);
+    vx_fit_set_ray_reg_cuda(b->g, s->hp->sparsity, s->hp->distortion, s->hp->binary_alpha);
     vx_fit_set_jitter_cuda(b->g, s->hp->jitter);
     vx_fit_set_random_bg_cuda(b->g, s->hp->random_bg);
     vx_fit_set_rgbper_cuda(b->g, s->hp->rgbper);

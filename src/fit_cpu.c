@@ -296,7 +296,7 @@ double vx_fit_rays_backward_cpu(vx_fit_model *f, const vx_fit_batch *b, float *o
     vx_fit_index L;
     vx_fit_index_of(f, &L);
     float scale = 1.0f / (3.0f * (float)b->n);
-    vx_fit_reg reg = {f->reg_sparsity / (float)b->n, f->reg_distortion / (float)b->n};
+    vx_fit_reg reg = {f->reg_sparsity / (float)b->n, f->reg_distortion / (float)b->n, f->reg_binary / (float)b->n};
     int on = vx_fit_reg_on(&reg);
     double loss = 0.0, rloss = 0.0;
     /* the mlp weights' gradient: one array per thread, summed after (no atomics per weight) */

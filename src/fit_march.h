@@ -259,24 +259,33 @@ VX_HD void vx_fit_trilinear_scatter(float *grad, const vx_fit_index *L, int nc, 
 
 /* ---- ray regularisers (docs/FIT.md "Ray regularisers") --------------------------------- */
 
-/* Weights of the two per-ray regularisers, each already multiplied by 1/batch (the batch's
+/* Weights of the per-ray regularisers, each already multiplied by 1/batch (the batch's
  * terms are means over its rays, like the photometric loss). 0: off. */
 typedef struct {
     float sparsity;   /* lambda_s: sum over the ray's samples of log(1 + 2 sigma^2) */
     float distortion; /* lambda_d: Mip-NeRF 360's L_dist over the ray's samples */
+    float binary;     /* lambda_b: sum over the ray's samples of alpha (1 - alpha), alpha =
+                       * 1 - exp(-sigma delta): each sample clear or opaque */
 } vx_fit_reg;
 
-VX_HD int vx_fit_reg_on(const vx_fit_reg *r) { return r && (r->sparsity != 0.0f || r->distortion != 0.0f); }
+VX_HD int vx_fit_reg_on(const vx_fit_reg *r) {
+    return r && (r->sparsity != 0.0f || r->distortion != 0.0f || r->binary != 0.0f);
+}
 
 /* What the forward pass sums over the composited samples (sigma > 0; every other sample
- * has w = 0 and sigma = 0, so it adds nothing to either term): the sparsity sum, and for
- * the distortion W = sum w, S = sum w m, D = L_dist, with the midpoints m taken relative
- * to the first composited sample's (L_dist is invariant to that shift; it keeps the
- * running sums small). */
+ * has w = 0 and sigma = 0, so it adds nothing to any term): the sparsity and binary sums,
+ * and for the distortion W = sum w, S = sum w m, D = L_dist, with the midpoints m taken
+ * relative to the first composited sample's (L_dist is invariant to that shift; it keeps
+ * the running sums small). */
 typedef struct {
-    float sparse, W, S, D, m0;
+    float sparse, binary, W, S, D, m0;
     int n;
 } vx_fit_reg_sums;
+
+VX_HD void vx_fit_reg_sums_zero(vx_fit_reg_sums *a) {
+    a->sparse = a->binary = a->W = a->S = a->D = a->m0 = 0.0f;
+    a->n = 0;
+}
 
 /* The backward's running sums over the samples before the current one. */
 typedef struct {
@@ -290,21 +299,30 @@ VX_HD void vx_fit_reg_forward(vx_fit_reg_sums *a, float sigma, float w, float tm
     if (!a->n++) a->m0 = tm;
     float m = tm - a->m0;
     a->sparse += log1pf(2.0f * sigma * sigma);
+    float e = expf(-sigma * delta); /* 1 - alpha */
+    a->binary += (1.0f - e) * e;
     a->D += 2.0f * w * (m * a->W - a->S) + (1.0f / 3.0f) * w * w * delta;
     a->W += w;
     a->S += w * m;
 }
 
-/* Backward: d(lambda_s sparse + lambda_d L_dist)/d sigma_k for composited sample k, in
+/* Backward: d(lambda_s sparse + lambda_b binary + lambda_d L_dist)/d sigma_k for composited
+ * sample k, in
  * ray order, given the forward totals `tot` and the running sums `run` (updated here);
  * t_after = T_{k+1}. With G_i = dL_dist/dw_i = 2 sum_j w_j |m_i - m_j| + 2/3 w_i delta_i
  * = 2 (m_i (2 W_<i - W) + S - 2 S_<i) + 2/3 w_i delta_i, dw_k/dsigma_k = delta_k T_{k+1}
  * and dw_i/dsigma_k = -delta_k w_i (i > k):
  *   dL_dist/dsigma_k = delta_k (T_{k+1} G_k - sum_{i>k} w_i G_i),
- * and sum_i w_i G_i = 2 L_dist (L_dist is quadratic in w), so the suffix is 2 D - P_<=k. */
+ * and sum_i w_i G_i = 2 L_dist (L_dist is quadratic in w), so the suffix is 2 D - P_<=k.
+ * The binary term's d(alpha (1 - alpha))/d sigma = delta e (2 e - 1), e = exp(-sigma delta):
+ * samples under alpha 1/2 are pushed clear, those above it opaque. */
 VX_HD float vx_fit_reg_dsigma(const vx_fit_reg *lam, const vx_fit_reg_sums *tot, vx_fit_reg_run *run, float sigma,
                               float w, float t_after, float tm, float delta) {
     float ds = lam->sparsity * (4.0f * sigma / (1.0f + 2.0f * sigma * sigma));
+    if (lam->binary != 0.0f) {
+        float e = expf(-sigma * delta);
+        ds += lam->binary * delta * e * (2.0f * e - 1.0f);
+    }
     if (lam->distortion != 0.0f) {
         float m = tm - tot->m0;
         float G = 2.0f * (m * (2.0f * run->W - tot->W) + tot->S - 2.0f * run->S) + (2.0f / 3.0f) * w * delta;
@@ -318,7 +336,7 @@ VX_HD float vx_fit_reg_dsigma(const vx_fit_reg *lam, const vx_fit_reg_sums *tot,
 
 /* The ray's regulariser loss from the forward sums. */
 VX_HD float vx_fit_reg_loss(const vx_fit_reg *lam, const vx_fit_reg_sums *a) {
-    return lam->sparsity * a->sparse + lam->distortion * a->D;
+    return lam->sparsity * a->sparse + lam->binary * a->binary + lam->distortion * a->D;
 }
 
 /* ---- the whole ray --------------------------------------------------------------------- */
@@ -381,8 +399,7 @@ VX_HD vx_ray_result vx_fit_march_reg(const vx_march_params *m, const vx_fit_inde
     vx_fit_forward_reg_op f;
     f.fwd = vx_fit_forward_op_make(m, L, data);
     VX_MARCH_OP_INIT(&f.fwd.op, vx_fit_forward_sample, vx_fit_reg_visit);
-    f.sums.sparse = f.sums.W = f.sums.S = f.sums.D = f.sums.m0 = 0.0f;
-    f.sums.n = 0;
+    vx_fit_reg_sums_zero(&f.sums);
     vx_ray_result r = vx_march_run(m, occ, o, d, 0.0f, VX_MARCH_OP_OF(&f));
     *sums = f.sums;
     return r;

@@ -254,7 +254,7 @@ static double ray_reg_ref(const vx_march_params *m, const double *grid, vx_vec3 
     if (!vx_ray_box(m->box_lo, m->box_hi, oi, di, &t0, &t1)) return 0.0;
     int n = vx_segment_count(t1 - t0, m->dt, m->max_segments);
     double *w = malloc((size_t)n * sizeof(double)), *mid = malloc((size_t)n * sizeof(double)), T = 1.0, sparse = 0.0,
-           uni = 0.0, pair = 0.0;
+           binary = 0.0, uni = 0.0, pair = 0.0;
     vx_fit_index L = {m->nx, m->ny, m->nz, {0, 0, 0}, NULL, NULL}; /* dense */
     for (int k = 0; k < n; k++) {
         float ta = t0 + (float)k * m->dt, tb = k == n - 1 ? t1 : ta + m->dt, tm = 0.5f * (ta + tb);
@@ -269,12 +269,13 @@ static double ray_reg_ref(const vx_march_params *m, const double *grid, vx_vec3 
         mid[k] = tm;
         T *= 1.0 - a;
         sparse += log(1.0 + 2.0 * sigma * sigma);
+        binary += a * (1.0 - a);
         uni += w[k] * w[k] * (double)(tb - ta) / 3.0;
     }
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) pair += w[i] * w[j] * fabs(mid[i] - mid[j]);
     free(w); free(mid);
-    return lam[0] * sparse + lam[1] * (pair + uni);
+    return lam[0] * sparse + lam[1] * (pair + uni) + lam[2] * binary;
 }
 
 /* A ray from outside the box through a random point inside it. */
@@ -354,25 +355,26 @@ static void test_march_backward_grad(void **state) {
     }
 }
 
-/* The ray regularisers' gradient (sparsity, distortion, each alone without the colour
- * term so that its own gradient sets the scale, then both with it) against central
- * differences of ray_ref + ray_reg_ref; their forward sums against ray_reg_ref. */
+/* The ray regularisers' gradient (sparsity, distortion, binary alpha, each alone without
+ * the colour term so that its own gradient sets the scale, then all with it) against
+ * central differences of ray_ref + ray_reg_ref; their forward sums against ray_reg_ref. */
 static void test_ray_reg_grad(void **state) {
     (void)state;
-    for (int trial = 0; trial < 18; trial++) {
-        int mode = trial % 3; /* 0: sparsity only, 1: distortion only, 2: both and colour */
+    for (int trial = 0; trial < 24; trial++) {
+        int mode = trial % 4; /* 0: sparsity only, 1: distortion only, 2: binary only, 3: all and colour */
         vx_fit_model f;
         random_model(&f, trial % 4);
         size_t n = (size_t)f.nx * f.ny * f.nz * f.nc;
         double *grid = fill_random_sh(&f), *an = malloc(n * sizeof(double)), *fd = malloc(n * sizeof(double));
         vx_vec3 o, d;
         random_ray(&f, &o, &d);
-        double g[3] = {0, 0, 0}, lam[2] = {mode != 1 ? vx_test_uniform(0.01, 0.1) : 0.0,
-                                          mode != 0 ? vx_test_uniform(0.5, 2.0) : 0.0};
+        double g[3] = {0, 0, 0}, lam[3] = {mode == 0 || mode == 3 ? vx_test_uniform(0.01, 0.1) : 0.0,
+                                          mode == 1 || mode == 3 ? vx_test_uniform(0.5, 2.0) : 0.0,
+                                          mode >= 2 ? vx_test_uniform(0.1, 1.0) : 0.0};
         float gf[3] = {0, 0, 0};
-        if (mode == 2)
+        if (mode == 3)
             for (int q = 0; q < 3; q++) { g[q] = vx_test_uniform(-1, 1); gf[q] = (float)g[q]; }
-        vx_fit_reg reg = {(float)lam[0], (float)lam[1]};
+        vx_fit_reg reg = {(float)lam[0], (float)lam[1], (float)lam[2]};
         vx_fit_index L;
         vx_fit_index_of(&f, &L);
         vx_fit_reg_sums sums;
@@ -396,7 +398,8 @@ static void test_ray_reg_grad(void **state) {
             fd[i] = (lp - lm) / (2 * h);
             an[i] = f.grad[i];
         }
-        const char *what[3] = {"sparsity dL/dgrid", "distortion dL/dgrid", "colour + sparsity + distortion dL/dgrid"};
+        const char *what[4] = {"sparsity dL/dgrid", "distortion dL/dgrid", "binary alpha dL/dgrid",
+                               "colour + sparsity + distortion + binary dL/dgrid"};
         check_close(an, fd, (int)n, 2e-4, 1e-6, what[mode]);
         free(grid); free(an); free(fd);
         vx_fit_model_free(&f);
@@ -475,11 +478,13 @@ static void test_batch_backward(void **state) {
         for (int q = 0; q < 3; q++) b.target[3 * r + q] = (float)vx_test_rand();
     }
     float *rgb = malloc((size_t)b.n * 3 * sizeof(float));
-    for (int withreg = 0; withreg < 2; withreg++) {
-        /* second pass: both ray regularisers on; the loss to differentiate is then the
-         * photometric one plus f.reg_loss (which the step reports apart) */
-        f.reg_sparsity = withreg ? (float)vx_test_uniform(1e-3, 1e-2) : 0.0f;
-        f.reg_distortion = withreg ? (float)vx_test_uniform(0.1, 0.5) : 0.0f;
+    for (int withreg = 0; withreg < 3; withreg++) {
+        /* second pass: every ray regulariser on; third: the binary term alone, heavy enough to
+         * dominate the gradient. The loss to differentiate is then the photometric one plus
+         * f.reg_loss (which the step reports apart) */
+        f.reg_sparsity = withreg == 1 ? (float)vx_test_uniform(1e-3, 1e-2) : 0.0f;
+        f.reg_distortion = withreg == 1 ? (float)vx_test_uniform(0.1, 0.5) : 0.0f;
+        f.reg_binary = withreg == 1 ? (float)vx_test_uniform(1e-3, 1e-2) : withreg == 2 ? (float)vx_test_uniform(0.05, 0.2) : 0.0f;
         vx_fit_zero_grad_cpu(&f);
         double loss = vx_fit_rays_backward_cpu(&f, &b, rgb);
         double mse = vx_mse(rgb, b.target, (size_t)b.n * 3);
@@ -500,7 +505,7 @@ static void test_batch_backward(void **state) {
             double fd = (lp - lm) / (2 * h);
             if (!(fabs(fd - gsave) < 2e-2 * fabs(fd) + 2e-6)) {
                 fprintf(stderr, "batch backward (regularisers %s): entry %zu analytic %.9g finite difference %.9g\n",
-                        withreg ? "on" : "off", i, gsave, fd);
+                        withreg == 2 ? "binary only" : withreg ? "on" : "off", i, gsave, fd);
                 fail();
             }
         }
@@ -1991,26 +1996,41 @@ static void train_small(const vx_fit_config *cfg, const vx_dataset *train, vx_fi
 }
 
 /* The training loop hands the regulariser weights to the ray step: a strong sparsity
- * weight leaves clearly less density than none (same seed, rays and schedule). */
+ * weight leaves clearly less density than none, a strong binary-alpha weight a clearly
+ * smaller sum of alpha (1 - alpha) over 256 fixed rays (same seed, rays and schedule). */
 static void test_train_regularisers(void **state) {
     (void)state;
     vx_scene s;
     vx_dataset train;
     small_views(&s, &train);
-    double mass[2];
-    for (int on = 0; on < 2; on++) {
+    double mass[3], bin[3];
+    vx_vec3 ro[256], rd[256];
+    for (int on = 0; on < 3; on++) {
         vx_fit_config cfg;
         small_config(&cfg, 40);
-        cfg.hp.sparsity = on ? 10.0f : 0.0f;
-        cfg.hp.distortion = on ? 0.5f : 0.0f;
+        cfg.hp.sparsity = on == 1 ? 10.0f : 0.0f;
+        cfg.hp.distortion = on == 1 ? 0.5f : 0.0f;
+        cfg.hp.binary_alpha = on == 2 ? 1.0f : 0.0f;
         vx_fit_model f;
         train_small(&cfg, &train, &f);
-        mass[on] = 0.0;
+        if (!on)
+            for (int r = 0; r < 256; r++) random_ray(&f, &ro[r], &rd[r]);
+        mass[on] = bin[on] = 0.0;
         for (size_t v = 0; v < vx_fit_storage_voxels(&f); v++) mass[on] += fmax(f.data[v * f.nc], 0.0);
+        vx_fit_index L;
+        vx_fit_index_of(&f, &L);
+        for (int r = 0; r < 256; r++) {
+            vx_fit_reg_sums sums;
+            vx_fit_march_reg(&f.mp, &L, f.data, NULL, ro[r], rd[r], &sums);
+            bin[on] += sums.binary;
+        }
         vx_fit_model_free(&f);
     }
-    fprintf(stderr, "regularisers in training: density mass %.4g without, %.4g with sparsity 10\n", mass[0], mass[1]);
+    fprintf(stderr, "regularisers in training: density mass %.4g without, %.4g with sparsity 10; "
+                    "sum of alpha (1 - alpha) over 256 rays %.4g without, %.4g with binary alpha 1\n",
+            mass[0], mass[1], bin[0], bin[2]);
     assert_true(mass[1] < 0.7 * mass[0]);
+    assert_true(bin[2] < 0.7 * bin[0]);
     vx_dataset_free(&train);
     vx_grid_free(&s.grid);
 }
@@ -2292,7 +2312,8 @@ static void test_commands(void **state) {
     snprintf(out, sizeof out, "%s/orbs_fit2", vx_test_tmpdir());
     const char *fit2[] = {"fit", dir, "-o", out, "--res", "8,12", "--stage-ends", "0.3", "--no-crop", "--dense-adam",
                           "--iters", "10", "--batch", "64", "--sh-degree", "1", "--val-every", "0", "--backend", "cpu",
-                          "--sparsity", "0.01", "--distortion", "0.1", "--error-map", "0.5", "--coarse", "4", "--random-bg", NULL};
+                          "--sparsity", "0.01", "--distortion", "0.1", "--binary-alpha", "0.001", "--error-map", "0.5",
+                          "--coarse", "4", "--random-bg", NULL};
     assert_int_equal(run_cmd(vx_cmd_fit, fit2), 0);
     assert_int_equal(vx_scene_load(out, &lopts, &back), 0);
     assert_true(back.grid.nx == 12 && back.grid.ny == 12 && back.grid.nz == 12);
@@ -2319,6 +2340,9 @@ static void test_commands(void **state) {
     const char *u19[] = {"fit", dir, "-o", out, "--lr-final", "0", NULL}, *u20[] = {"fit", dir, "-o", out, "--lr-final", NULL};
     assert_int_equal(run_cmd(vx_cmd_fit, u19), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u20), 2);
+    const char *ub1[] = {"fit", dir, "-o", out, "--binary-alpha", "-0.1", NULL}, *ub2[] = {"fit", dir, "-o", out, "--binary-alpha", NULL};
+    assert_int_equal(run_cmd(vx_cmd_fit, ub1), 2);
+    assert_int_equal(run_cmd(vx_cmd_fit, ub2), 2);
     /* --coarse-only: channels that would never move without a level; more than the model has */
     const char *cq1[] = {"fit", dir, "-o", out, "--coarse-only", "2", NULL};
     const char *cq2[] = {"fit", dir, "-o", out, "--sh-degree", "0", "--coarse", "4", "--coarse-only", "4", NULL};

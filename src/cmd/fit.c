@@ -93,6 +93,8 @@ static void vx__fit_usage(FILE *o) {
             "  --sparsity W         weight of the Cauchy sparsity loss on density, per ray: W x sum\n"
             "                       over the ray's samples of log(1 + 2 sigma^2) (default 0: off)\n"
             "  --distortion W       weight of the Mip-NeRF 360 distortion loss, per ray (default 0: off)\n"
+            "  --binary-alpha W     weight of each sample's alpha (1 - alpha), per ray: samples pushed\n"
+            "                       clear or opaque, surfaces one sample thick (default 0: off)\n"
             "  --rgbper W           per-point colour loss (DirectVoxGO's): W x sum over each ray's\n"
             "                       samples of weight x |sample colour - pixel|^2, the weights held\n"
             "                       constant (default 0: off; on CUDA 0.01, except with --mlp-kernel per-ray)\n"
@@ -226,7 +228,7 @@ int vx_cmd_fit(int argc, char **argv) {
                                        "--val-views", "--val-split", "--downscale", "--bbox", "--step", "--seed",
                                        "--lr-sigma", "--lr-sh", "--lr-final", "--tv-sigma", "--tv-sh", "--tv-until",
                                        "--backend", "--max-seconds", "--stage-ends", "--sparsity", "--distortion", "--rgbper", "--error-map", "--crop-keep",
-                                       "--decoder", "--mlp-layers", "--lr-mlp", "--mlp-kernel", "--mlp-dir-degree",
+                                       "--binary-alpha", "--decoder", "--mlp-layers", "--lr-mlp", "--mlp-kernel", "--mlp-dir-degree",
                                        "--coarse", "--lr-coarse", "--coarse-only", "--coarse-decay"};
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             if (!strcmp(a, valued[k]) && !need) {
@@ -280,6 +282,7 @@ int vx_cmd_fit(int argc, char **argv) {
         else if (!strcmp(a, "--sparsity")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.sparsity = (float)dv; }
         else if (!strcmp(a, "--rgbper")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.rgbper = (float)dv; set |= VX_FIT_SET_RGBPER; }
         else if (!strcmp(a, "--distortion")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.distortion = (float)dv; }
+        else if (!strcmp(a, "--binary-alpha")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.binary_alpha = (float)dv; }
         else if (!strcmp(a, "--error-map")) { bad = vx_parse_double(a, argv[++i], 0, 1, &dv); cfg.error_map = (float)dv; }
         else if (!strcmp(a, "--backend")) bad = vx_backend_parse(argv[++i], &backend);
         else if (!strcmp(a, "--max-seconds")) {

@@ -59,7 +59,7 @@ template <int LAYERS> static void run_batched(const vx_fit_model *f, const vx_fi
         unsigned grid = (unsigned)std::min<unsigned long long>(tiles, 3); /* persistent: several tiles a block */
         if (S) vx_emu_launch(dim3(grid), dim3(VX_MLPB_THREADS), vx_fit_mlpb_forward_kernel<LAYERS>, (const float *)f->mlp, B, S);
         float pw = f->reg_rgbper / (float)n;
-        vx_fit_reg reg = {f->reg_sparsity / (float)n, f->reg_distortion / (float)n};
+        vx_fit_reg reg = {f->reg_sparsity / (float)n, f->reg_distortion / (float)n, f->reg_binary / (float)n};
         vx_emu_launch(dim3(rb), dim3(128), vx_fit_mlpb_composite_pick(pw, &reg), f->mp, src, list, m, scale, pw, reg, B,
                       o->rgb.data(), &sum); /* the instantiation fit.cu launches */
         if (S) {
@@ -123,6 +123,7 @@ static void check_against_cpu(int kernel) {
         int reg = kernel == 2 && (trial == 1 || trial == 2);
         f.reg_sparsity = reg ? (float)uni(0.01, 0.05) : 0.0f;
         f.reg_distortion = reg ? (float)uni(0.2, 1.0) : 0.0f;
+        f.reg_binary = reg ? (float)uni(0.1, 0.5) : 0.0f;
         vx_fit_batch b;
         random_batch(&b, n);
         if (kernel == 2 && trial >= 2) random_backgrounds(&b); /* fit --random-bg: the batched kernel has it */

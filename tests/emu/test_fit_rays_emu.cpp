@@ -32,7 +32,7 @@ template <int DEG, int REG, bool RBG> static void run_v2(const vx_fit_model *f, 
     vx_fit_index L;
     vx_fit_index_of(f, &L);
     vx_fit_ray_src src = host_src(b);
-    vx_fit_reg reg = {f->reg_sparsity / (float)n, f->reg_distortion / (float)n};
+    vx_fit_reg reg = {f->reg_sparsity / (float)n, f->reg_distortion / (float)n, f->reg_binary / (float)n};
     float pw = f->reg_rgbper / (float)n;
     assert_int_equal(vx_fit_reg_mode(&reg, pw), REG); /* the instantiation fit.cu launches */
     double sum = 0.0;
@@ -66,6 +66,7 @@ static void test_rays_v2(void **state) {
         random_sh_model(&f, deg, bricked);
         f.reg_sparsity = reg ? (float)uni(0.01, 0.05) : 0.0f;
         f.reg_distortion = reg ? (float)uni(0.2, 1.0) : 0.0f;
+        f.reg_binary = reg ? (float)uni(0.1, 0.5) : 0.0f;
         f.reg_rgbper = px ? (float)uni(0.5, 2.0) : 0.0f;
         int mode = reg ? VX_FIT_REG_ALL : px ? VX_FIT_REG_PX : VX_FIT_REG_NONE;
         if (trial % 2) OK(vx_fit_occupancy_build_cpu(&f, 4));

@@ -202,11 +202,12 @@ static void test_rays_backward(void **state) {
          * in trial 11 */
         f.reg_sparsity = reg ? (float)uni(0.01, 0.05) : 0.0f;
         f.reg_distortion = reg ? (float)uni(0.2, 1.0) : 0.0f;
+        f.reg_binary = reg ? (float)uni(0.1, 0.5) : 0.0f;
         f.reg_rgbper = px ? (float)uni(0.5, 2.0) : 0.0f;
         vx_fit_device *g;
         OK(vx_fit_model_upload_cuda(&g, &f, b.n));
         OK(vx_fit_set_ray_version_cuda(g, version));
-        vx_fit_set_ray_reg_cuda(g, f.reg_sparsity, f.reg_distortion);
+        vx_fit_set_ray_reg_cuda(g, f.reg_sparsity, f.reg_distortion, f.reg_binary);
         if (version == 1) { /* refused, never ignored */
             double lr;
             vx_fit_set_rgbper_cuda(g, 0.1f);
@@ -514,11 +515,12 @@ static void test_sampled_rays(void **state) {
         /* the ray regularisers on in every other trial (the quick run: the second) */
         f.reg_sparsity = trial % 2 ? (float)uni(0.01, 0.05) : 0.0f;
         f.reg_distortion = trial % 2 ? (float)uni(0.2, 1.0) : 0.0f;
+        f.reg_binary = trial % 2 ? (float)uni(0.1, 0.5) : 0.0f;
         print_message("sampled rays: regularisers %s, jitter %s, random background %s\n", trial % 2 ? "on" : "off",
                       t.jitter ? "on" : "off", t.random_bg ? "on" : "off");
         vx_fit_device *g;
         OK(vx_fit_model_upload_cuda(&g, &f, 16));
-        vx_fit_set_ray_reg_cuda(g, f.reg_sparsity, f.reg_distortion);
+        vx_fit_set_ray_reg_cuda(g, f.reg_sparsity, f.reg_distortion, f.reg_binary);
         vx_fit_set_jitter_cuda(g, t.jitter);
         vx_fit_set_random_bg_cuda(g, t.random_bg);
         OK(vx_fit_views_upload_cuda(g, &d));
@@ -926,7 +928,8 @@ static void test_mlp_sampled_rays(void **state) {
         /* the density regularisers in the batched kernel's first trial */
         f.reg_sparsity = trial == 2 ? (float)uni(0.01, 0.05) : 0.0f;
         f.reg_distortion = trial == 2 ? (float)uni(0.2, 1.0) : 0.0f;
-        vx_fit_set_ray_reg_cuda(g, f.reg_sparsity, f.reg_distortion);
+        f.reg_binary = trial == 2 ? (float)uni(0.1, 0.5) : 0.0f;
+        vx_fit_set_ray_reg_cuda(g, f.reg_sparsity, f.reg_distortion, f.reg_binary);
         OK(vx_fit_views_upload_cuda(g, &d));
         OK(vx_fit_update_params_cuda(g, 1e-4f));
         OK(vx_fit_occupancy_build_cpu(&f, 4));
@@ -950,7 +953,7 @@ static void test_mlp_sampled_rays(void **state) {
             vx_fit_set_random_bg_cuda(g, 1);
             assert_int_equal(vx_fit_rays_sampled_cuda(g, n, seed, &lg), -1);
             vx_fit_set_random_bg_cuda(g, 0);
-            vx_fit_set_ray_reg_cuda(g, 0.01f, 0.5f);
+            vx_fit_set_ray_reg_cuda(g, 0.0f, 0.0f, 0.2f); /* any of them, here the binary term */
             assert_int_equal(vx_fit_rays_sampled_cuda(g, n, seed, &lg), -1);
         }
         vx_fit_model_free_cuda(g);
