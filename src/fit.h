@@ -197,9 +197,9 @@ void vx_fit_zero_grad_cpu(vx_fit_model *f);
 /* Forward + backward of the MSE loss over a batch: adds dL/d data into f->grad, raises
  * f->wmax, writes the rendered colours into out_rgb (n*3, may be NULL). Returns the mean
  * squared error per channel (the loss). With f->reg_sparsity, f->reg_distortion,
- * f->reg_binary or f->reg_rgbper set the gradient includes the ray regularisers (their batch mean goes to
- * f->reg_loss, not into the returned loss, which stays the photometric one that training
- * reports as PSNR). */
+ * f->reg_binary or f->reg_rgbper set the gradient includes the ray regularisers (their
+ * batch mean goes to f->reg_loss, not into the returned loss, which stays the photometric
+ * one that training reports as PSNR). */
 double vx_fit_rays_backward_cpu(vx_fit_model *f, const vx_fit_batch *b, float *out_rgb);
 
 /* TV on a random subset (fraction of voxels, chosen from seed), weighted per channel
