@@ -308,8 +308,7 @@ VX_HD void vx_fit_reg_forward(vx_fit_reg_sums *a, float sigma, float w, float tm
 
 /* Backward: d(lambda_s sparse + lambda_b binary + lambda_d L_dist)/d sigma_k for composited
  * sample k, in ray order, given the forward totals `tot` and the running sums `run` (updated
- * here);
- * t_after = T_{k+1}. With G_i = dL_dist/dw_i = 2 sum_j w_j |m_i - m_j| + 2/3 w_i delta_i
+ * here); t_after = T_{k+1}. With G_i = dL_dist/dw_i = 2 sum_j w_j |m_i - m_j| + 2/3 w_i delta_i
  * = 2 (m_i (2 W_<i - W) + S - 2 S_<i) + 2/3 w_i delta_i, dw_k/dsigma_k = delta_k T_{k+1}
  * and dw_i/dsigma_k = -delta_k w_i (i > k):
  *   dL_dist/dsigma_k = delta_k (T_{k+1} G_k - sum_{i>k} w_i G_i),
