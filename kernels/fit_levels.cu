@@ -53,12 +53,9 @@ extern "C" int vx_fit_coarse_apply_cuda(vx_fit_device *g, const vx_fit_hparams *
         vx_fit_coarse_bias(&g->m, l, h->beta1, h->beta2, &bc1, &bc2);
         size_t n = vx_fit_coarse_entries(&g->m, l);
         float *val = g->d_lv[l][3];
-        if (val)
-            vx_fit_coarse_adam_kernel<true><<<vx_ceil_div(n, 256), 256>>>(g->d_lv[l][0], g->d_lv[l][1], g->d_lv[l][2],
-                                                                        val, n, lr, h->beta1, h->beta2, h->eps, bc1, bc2);
-        else
-            vx_fit_coarse_adam_kernel<false><<<vx_ceil_div(n, 256), 256>>>(g->d_lv[l][0], g->d_lv[l][1], g->d_lv[l][2],
-                                                                         val, n, lr, h->beta1, h->beta2, h->eps, bc1, bc2);
+        auto adam = val ? vx_fit_coarse_adam_kernel<true> : vx_fit_coarse_adam_kernel<false>; /* --coarse-decay */
+        adam<<<vx_ceil_div(n, 256), 256>>>(g->d_lv[l][0], g->d_lv[l][1], g->d_lv[l][2], val, n, lr, h->beta1, h->beta2,
+                                           h->eps, bc1, bc2);
         VX_LAUNCH_CHECK("vx_fit_coarse_adam_kernel");
         S.step[S.n] = g->d_lv[l][0];
         S.val[S.n] = g->d_lv[l][3];
@@ -72,12 +69,9 @@ extern "C" int vx_fit_coarse_apply_cuda(vx_fit_device *g, const vx_fit_hparams *
     size_t chunk = ((size_t)1 << 31) / (size_t)ng; /* as the Adam step: 32-bit work indices */
     for (size_t k0 = 0; k0 < g->n_active; k0 += chunk) {
         size_t nk = g->n_active - k0 < chunk ? g->n_active - k0 : chunk, nt = nk * (size_t)ng;
-        if (S.lam > 0.0f) /* --coarse-decay: the blend toward the levels' values */
-            vx_fit_coarse_prolong_kernel<true><<<vx_ceil_div(nt, 256), 256>>>(g->d_data, g->d_active + k0, (unsigned)nt,
-                                                                              ng, gw, vx_fitd_index(g), S);
-        else
-            vx_fit_coarse_prolong_kernel<false><<<vx_ceil_div(nt, 256), 256>>>(g->d_data, g->d_active + k0, (unsigned)nt,
-                                                                               ng, gw, vx_fitd_index(g), S);
+        /* --coarse-decay: the blend toward the levels' values */
+        auto prolong = S.lam > 0.0f ? vx_fit_coarse_prolong_kernel<true> : vx_fit_coarse_prolong_kernel<false>;
+        prolong<<<vx_ceil_div(nt, 256), 256>>>(g->d_data, g->d_active + k0, (unsigned)nt, ng, gw, vx_fitd_index(g), S);
         VX_LAUNCH_CHECK("vx_fit_coarse_prolong_kernel");
     }
     for (int i = 0; i < S.n; i++)

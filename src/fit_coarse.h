@@ -90,7 +90,8 @@ void vx_fit_coarse_bias(vx_fit_model *f, int l, float beta1, float beta2, float 
  * included, with one vertex of margin each side (at least 2 an axis): k0[a] .. k0[a] + n[a] - 1. */
 void vx_fit_coarse_window(const vx_fit_model *f, int l, int k0[3], int n[3]);
 /* Cut level c (ncc channels an entry) to vertices k0 .. k0 + n - 1 on each axis: its
- * gradient, moments and value (where kept) there, its box shrunk to match (the same voxel size), the rest freed. */
+ * gradient, moments and value (where kept) there, its box shrunk to match (the same voxel
+ * size), the rest freed. */
 int vx_fit_coarse_cut(vx_fit_level *c, const int k0[3], const int n[3], int ncc);
 /* After a crop: cut every level to the window its new lattice reads, so that its Adam step
  * covers the crop and not the first stage's whole box. Each fine voxel interpolates the
