@@ -49,13 +49,14 @@ int vx_fit_set_mlp_tc_cuda(vx_fit_device *g, int on);
 void vx_fit_mlp_timings_cuda(vx_fit_device *g, double ms[5], double *samples);
 /* The coarse level (fit_coarse.h; no-ops without one): restrict the gradient before
  * vx_fit_adam_step_cuda consumes it (then zero the --coarse-only channels of it, as
- * vx_fit_coarse_restrict_cpu), apply the coarse Adam step after it. */
+ * vx_fit_coarse_restrict_cpu), apply the coarse Adam step after it (step size lr, the
+ * density's lr_sigma with --coarse-density, as vx_fit_coarse_apply_cpu). */
 int vx_fit_coarse_restrict_cuda(vx_fit_device *g);
 /* The restriction kernel: 1 (per-value masked window sums) or 2 (the default: contiguous
  * brick rows, a shared weight table, only the window's vertices; fit_coarse.cuh). Both
  * are checked against fit_coarse.c; `bench fit --coarse` times both. */
 int vx_fit_set_coarse_version_cuda(vx_fit_device *g, int version);
-int vx_fit_coarse_apply_cuda(vx_fit_device *g, const vx_fit_hparams *h, float lr);
+int vx_fit_coarse_apply_cuda(vx_fit_device *g, const vx_fit_hparams *h, float lr, float lr_sigma);
 /* After a crop (vx_fit_resample_cuda): cut every level to the window the new lattice reads,
  * through the host (vx_fit_coarse_rebox_cpu's cut; twice a fit, a few hundred MB at most). */
 int vx_fit_coarse_rebox_cuda(vx_fit_device *g);

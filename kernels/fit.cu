@@ -348,7 +348,7 @@ static int vx__download(const vx_fit_device *g, vx_fit_model *f, int all) {
     if (f->nlevels != g->m.nlevels) return vx_error("fit: host and device coarse levels differ");
     for (int l = 0; l < f->nlevels; l++) {
         vx_fit_level *c = &f->lv[l];
-        if (memcmp(c->n, g->m.lv[l].n, sizeof c->n) && vx_fit_coarse_reshape(c, &g->m.lv[l], f->nc - 1))
+        if (memcmp(c->n, g->m.lv[l].n, sizeof c->n) && vx_fit_coarse_reshape(c, &g->m.lv[l], vx_fit_coarse_nch(f)))
             return -1; /* the device cut its levels to a crop (vx_fit_coarse_rebox_cuda) */
         c->t0 = g->m.lv[l].t0;
         size_t cb = vx_fit_coarse_entries(f, l) * sizeof(float);

@@ -34,10 +34,11 @@ static __device__ __forceinline__ void vx_fc_split(float acc[VX_FC_W], int k, fl
 }
 
 /* dL/dcoarse += U^T dL/dfine over one brick's alive voxels: x, then y, then z sums through
- * shared memory, then one atomic per touched coarse entry. Block: 512 threads. */
+ * shared memory, then one atomic per touched coarse entry. The level's channels are the
+ * rows' from ch0 (vx_fit_coarse_ch0). Block: 512 threads. */
 __global__ void __launch_bounds__(512) vx_fit_coarse_restrict_kernel(const float *__restrict__ grad,
                                                                    const unsigned char *__restrict__ alive,
-                                                                   vx_fit_index L, int nc, vx_fit_coarse_map cm,
+                                                                   vx_fit_index L, int nc, int ch0, vx_fit_coarse_map cm,
                                                                    int tx, int ty, float *cgrad) {
     __shared__ int s_k[3][VX_BRICK], s_org[3], s_ext[3];
     __shared__ float s_f[3][VX_BRICK];
@@ -59,7 +60,7 @@ __global__ void __launch_bounds__(512) vx_fit_coarse_restrict_kernel(const float
         }
     }
     __syncthreads();
-    int ncc = nc - 1;
+    int ncc = nc - ch0;
     for (int c0 = 0; c0 < ncc; c0 += VX_FC_CH) {
         { /* x: thread = row (z, y) and channel */
             int r = t / VX_FC_CH, c = t % VX_FC_CH, y = r % VX_BRICK, z = r / VX_BRICK;
@@ -67,7 +68,7 @@ __global__ void __launch_bounds__(512) vx_fit_coarse_restrict_kernel(const float
             if (c0 + c < ncc && o[1] + y < L.ny && o[2] + z < L.nz)
                 for (int x = 0; x < VX_BRICK && o[0] + x < L.nx; x++) {
                     size_t v = vx_fit_vid(&L, o[0] + x, o[1] + y, o[2] + z);
-                    if (alive[v]) vx_fc_split(acc, s_k[0][x], s_f[0][x], grad[v * nc + 1 + c0 + c]);
+                    if (alive[v]) vx_fc_split(acc, s_k[0][x], s_f[0][x], grad[v * nc + ch0 + c0 + c]);
                 }
 #pragma unroll
             for (int i = 0; i < VX_FC_W; i++) t1[r][i][c] = acc[i];
@@ -110,7 +111,7 @@ __global__ void __launch_bounds__(512) vx_fit_coarse_restrict_kernel(const float
  * spills; four blocks would spill). */
 __global__ void __launch_bounds__(512, 3) vx_fit_coarse_restrict2_kernel(const float *__restrict__ grad,
                                                                     const unsigned char *__restrict__ alive,
-                                                                    vx_fit_index L, int nc, vx_fit_coarse_map cm,
+                                                                    vx_fit_index L, int nc, int ch0, vx_fit_coarse_map cm,
                                                                     int tx, int ty, float *cgrad) {
     __shared__ int s_org[3], s_ext[3];
     __shared__ float s_w[3][VX_FC_W][VX_BRICK];
@@ -134,7 +135,7 @@ __global__ void __launch_bounds__(512, 3) vx_fit_coarse_restrict2_kernel(const f
         }
     }
     __syncthreads();
-    int ncc = nc - 1, e0 = s_ext[0], e1 = s_ext[1], e2 = s_ext[2];
+    int ncc = nc - ch0, e0 = s_ext[0], e1 = s_ext[1], e2 = s_ext[2];
     for (int c0 = 0; c0 < ncc; c0 += VX_FC_CH) {
         { /* x: thread = row (z, y) and channel */
             int r = t / VX_FC_CH, c = t % VX_FC_CH, y = r % VX_BRICK, z = r / VX_BRICK;
@@ -145,7 +146,7 @@ __global__ void __launch_bounds__(512, 3) vx_fit_coarse_restrict2_kernel(const f
 #pragma unroll
             for (int x = 0; x < VX_BRICK; x++) {
                 size_t v = vb + x;
-                gv[x] = ok && o[0] + x < L.nx && alive[v] ? grad[v * nc + 1 + c0 + c] : 0.0f;
+                gv[x] = ok && o[0] + x < L.nx && alive[v] ? grad[v * nc + ch0 + c0 + c] : 0.0f;
             }
             for (int i = 0; i < e0; i++) {
                 float a = 0.0f;
@@ -204,22 +205,25 @@ __global__ void vx_fit_coarse_only_kernel(float *grad, const unsigned *__restric
 
 /* Adam on every coarse entry (not lazy: the coarse grid is small and every entry has
  * neighbours seen by rays); the consumed gradient is replaced by the entry's step, which
- * --coarse-decay's value accumulates (VAL; false: val unused, the kernel as before the decay). */
+ * --coarse-decay's value accumulates (VAL; false: val unused, the kernel as before the decay).
+ * nch > 0 (--coarse-density: entries of nch channels, the density first): the density
+ * entries step by lr_d instead. */
 template <bool VAL>
 __global__ void vx_fit_coarse_adam_kernel(float *step, float *mom, float *var, float *val, size_t n, float lr,
-                                          float b1, float b2, float eps, float bc1, float bc2) {
+                                          unsigned nch, float lr_d, float b1, float b2, float eps, float bc1,
+                                          float bc2) {
     size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= n) return;
-    float x = 0.0f;
-    vx_fit_adam_update(&x, mom + j, var + j, step[j], lr, b1, b2, eps, bc1, bc2, 0);
+    float x = 0.0f, r = nch && j % nch == 0 ? lr_d : lr;
+    vx_fit_adam_update(&x, mom + j, var + j, step[j], r, b1, b2, eps, bc1, bc2, 0);
     step[j] = x;
     if (VAL) val[j] += x;
 }
 
 /* The active levels of one step (vx_fit_coarse_apply_cuda): their maps, steps and, with
- * --coarse-decay (lam > 0), their values. */
+ * --coarse-decay (lam > 0), their values; ch0, the first row channel they carry. */
 typedef struct {
-    int n;
+    int n, ch0;
     vx_fit_coarse_map m[VX_FIT_LEVELS];
     const float *step[VX_FIT_LEVELS];
     const float *val[VX_FIT_LEVELS];
@@ -232,8 +236,8 @@ typedef struct {
  * per voxel striding through its row wrote partial sectors; this layout cut the level's time
  * a step on lego's mlp fit from 2.60 to 1.86 ms on the H100, docs/BENCHMARKS.md.) The levels
  * are summed first and added once, so a second level costs its 8 gathers, not another pass
- * over the rows. Channel 0, the density, is left alone. BLEND (--coarse-decay, S.lam > 0):
- * then each colour channel blends toward the levels' values, d + lam (sum_l U_l val_l - d)
+ * over the rows. Channel 0, the density, is left alone unless the levels carry it
+ * (--coarse-density, S.ch0 = 0). BLEND (--coarse-decay, S.lam > 0): then each colour channel blends toward the levels' values, d + lam (sum_l U_l val_l - d)
  * (vx_fit_coarse_blend, as fit_coarse.c); false compiles the kernel as it was before the
  * decay. n = alive voxels x ng groups of this launch (< 2^32). */
 template <bool BLEND>
@@ -246,7 +250,7 @@ __global__ void vx_fit_coarse_prolong_kernel(float *data, const unsigned *__rest
     int x, y, z;
     if (vx_fit_xyz(&L, v, &x, &y, &z)) return;
     float w[8], s[4] = {0.0f, 0.0f, 0.0f, 0.0f}, u[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    int ncc = ng * gw - 1, c0 = (int)q * gw;
+    int ncc = ng * gw - S.ch0, c0 = (int)q * gw;
 #pragma unroll /* static indices into S: no copy of the parameter struct to local memory */
     for (int l = 0; l < VX_FIT_LEVELS; l++) {
         if (l >= S.n) break;
@@ -255,7 +259,7 @@ __global__ void vx_fit_coarse_prolong_kernel(float *data, const unsigned *__rest
         const float *__restrict__ val = S.val[l];
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            int c = c0 + i - 1; /* the coarse channel of row channel c0 + i */
+            int c = c0 + i - S.ch0; /* the coarse channel of row channel c0 + i */
             if (i < gw && c >= 0) {
 #pragma unroll
                 for (int j = 0; j < 8; j++) s[i] += w[j] * step[idx[j] * ncc + c];

@@ -22,11 +22,11 @@ extern "C" int vx_fit_coarse_restrict_cuda(vx_fit_device *g) {
         if (!vx_fit_coarse_active(&g->m, l, &cm)) continue; /* its voxel not yet twice the fine one */
         if (g->coarse_version == 2) {
             vx_fit_coarse_restrict2_kernel<<<(unsigned)blocks, 512>>>(g->d_grad, g->d_alive, vx_fitd_index(g), g->m.nc,
-                                                                      cm, tiles[0], tiles[1], g->d_lv[l][0]);
+                                                                      vx_fit_coarse_ch0(&g->m), cm, tiles[0], tiles[1], g->d_lv[l][0]);
             VX_LAUNCH_CHECK("vx_fit_coarse_restrict2_kernel");
         } else {
             vx_fit_coarse_restrict_kernel<<<(unsigned)blocks, 512>>>(g->d_grad, g->d_alive, vx_fitd_index(g), g->m.nc,
-                                                                     cm, tiles[0], tiles[1], g->d_lv[l][0]);
+                                                                     vx_fit_coarse_ch0(&g->m), cm, tiles[0], tiles[1], g->d_lv[l][0]);
             VX_LAUNCH_CHECK("vx_fit_coarse_restrict_kernel");
         }
     }
@@ -41,7 +41,7 @@ extern "C" int vx_fit_coarse_restrict_cuda(vx_fit_device *g) {
     return vx_fitd_prof_stop(g, VX_FIT_PROF_LEVEL, t0);
 }
 
-extern "C" int vx_fit_coarse_apply_cuda(vx_fit_device *g, const vx_fit_hparams *h, float lr) {
+extern "C" int vx_fit_coarse_apply_cuda(vx_fit_device *g, const vx_fit_hparams *h, float lr, float lr_sigma) {
     vx_fit_coarse_steps S;
     memset(&S, 0, sizeof S);
     int act[VX_FIT_LEVELS];
@@ -54,8 +54,9 @@ extern "C" int vx_fit_coarse_apply_cuda(vx_fit_device *g, const vx_fit_hparams *
         size_t n = vx_fit_coarse_entries(&g->m, l);
         float *val = g->d_lv[l][3];
         auto adam = val ? vx_fit_coarse_adam_kernel<true> : vx_fit_coarse_adam_kernel<false>; /* --coarse-decay */
-        adam<<<vx_ceil_div(n, 256), 256>>>(g->d_lv[l][0], g->d_lv[l][1], g->d_lv[l][2], val, n, lr, h->beta1, h->beta2,
-                                           h->eps, bc1, bc2);
+        unsigned nch = g->m.coarse_density ? (unsigned)vx_fit_coarse_nch(&g->m) : 0u; /* density entries: lr_sigma */
+        adam<<<vx_ceil_div(n, 256), 256>>>(g->d_lv[l][0], g->d_lv[l][1], g->d_lv[l][2], val, n, lr, nch, lr_sigma,
+                                           h->beta1, h->beta2, h->eps, bc1, bc2);
         VX_LAUNCH_CHECK("vx_fit_coarse_adam_kernel");
         S.step[S.n] = g->d_lv[l][0];
         S.val[S.n] = g->d_lv[l][3];
@@ -63,6 +64,7 @@ extern "C" int vx_fit_coarse_apply_cuda(vx_fit_device *g, const vx_fit_hparams *
     }
     if (!S.n) return 0;
     S.lam = g->m.coarse_decay;
+    S.ch0 = vx_fit_coarse_ch0(&g->m);
     for (int i = 0; S.lam > 0.0f && i < S.n; i++)
         if (!S.val[i]) return vx_error("fit: --coarse-decay: level %d keeps no value on the device", act[i]);
     int gw = g->m.nc % 4 == 0 ? 4 : 1, ng = g->m.nc / gw;
@@ -80,7 +82,7 @@ extern "C" int vx_fit_coarse_apply_cuda(vx_fit_device *g, const vx_fit_hparams *
 }
 
 extern "C" int vx_fit_coarse_rebox_cuda(vx_fit_device *g) {
-    int ncc = g->m.nc - 1;
+    int ncc = vx_fit_coarse_nch(&g->m);
     for (int l = 0; l < g->m.nlevels; l++) {
         int k0[3], n[3];
         vx_fit_coarse_window(&g->m, l, k0, n);

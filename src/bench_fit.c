@@ -160,7 +160,7 @@ static int vx__coarse_restrict2(vx_fit_device *g, void *ctx, int k) { (void)ctx;
 static int vx__coarse_apply(vx_fit_device *g, void *ctx, int k) {
     vx__bench_ctx *c = ctx;
     (void)k;
-    return vx_fit_coarse_apply_cuda(g, &c->hp, 0.0f);
+    return vx_fit_coarse_apply_cuda(g, &c->hp, 0.0f, 0.0f);
 }
 /* One whole training step as `voxray fit` runs it with the CUDA defaults, the per-point
  * colour loss at 0.01 included (zero rates: the model does not move); the coarse level's
@@ -172,7 +172,7 @@ static int vx__full(vx_fit_device *g, void *ctx, int k) {
     int rc = vx_fit_set_mlp_kernel_cuda(g, 2) || /* an mlp model's batched kernel; nothing for sh */
              vx_fit_occupancy_build_cuda(g, 8) || vx_fit_rays_sampled_cuda(g, c->batch, 5000 + (uint64_t)k, &loss) ||
              vx__tv(g, ctx, k) || vx_fit_coarse_restrict_cuda(g) || vx_fit_adam_step_cuda(g, &c->hp, 0.0f, 0.0f) ||
-             vx_fit_coarse_apply_cuda(g, &c->hp, 0.0f);
+             vx_fit_coarse_apply_cuda(g, &c->hp, 0.0f, 0.0f);
     vx_fit_set_rgbper_cuda(g, 0.0f);
     return rc;
 }
@@ -294,7 +294,7 @@ int vx_bench_fit(int argc, char **argv) {
            (double)vx_fit_storage_voxels(&f) * f.nc * 16 / 1073741824.0);
     if (coarse)
         printf("coarse level: %dx%dx%d x %d channels, every alive voxel's colour gradient non-zero\n", f.lv[0].n[0],
-               f.lv[0].n[1], f.lv[0].n[2], f.nc - 1);
+               f.lv[0].n[1], f.lv[0].n[2], vx_fit_coarse_nch(&f));
     int mlp = f.mlp_layers > 0;
     /* the tensor-core rows where the GPU has them (sm_80 and up), said when it has not */
     int tc = mlp && !vx_fit_set_mlp_tc_cuda(g, 1);
@@ -307,10 +307,10 @@ int vx_bench_fit(int argc, char **argv) {
     printf("  %-46s %10s %14s %10s\n", "step", "ms/step", "rays/s", "GB/s");
     struct { const char *name; vx__step_fn fn; int rays; double bytes; } rows[] = {
         /* first: the gradient vx__coarse_setup made is still there (Adam's row consumes it) */
-        {"coarse level: restriction v1", coarse ? vx__coarse_restrict1 : NULL, 0, (double)alive * (f.nc - 1) * 4},
-        {"coarse level: restriction v2 (fit's)", coarse ? vx__coarse_restrict2 : NULL, 0, (double)alive * (f.nc - 1) * 4},
+        {"coarse level: restriction v1", coarse ? vx__coarse_restrict1 : NULL, 0, (double)alive * vx_fit_coarse_nch(&f) * 4},
+        {"coarse level: restriction v2 (fit's)", coarse ? vx__coarse_restrict2 : NULL, 0, (double)alive * vx_fit_coarse_nch(&f) * 4},
         {"coarse level: Adam + prolongation", coarse ? vx__coarse_apply : NULL, 0,
-         (double)alive * (f.nc - 1) * 4 * 2 + (double)vx_fit_coarse_entries(&f, 0) * 4 * 6},
+         (double)alive * vx_fit_coarse_nch(&f) * 4 * 2 + (double)vx_fit_coarse_entries(&f, 0) * 4 * 6},
         {mlp ? "rays, mlp per-ray kernel (device rays)" : "rays v1 (generic, host-drawn rays)",
          mlp ? vx__rays_mlp_per_ray : vx__rays_v1, 1, 0},
         {mlp ? "rays, mlp batched kernel (device rays)" : "rays v2 (SH-specialised, device rays)",

@@ -57,7 +57,7 @@ typedef struct {
 void vx_fit_hparams_default(vx_fit_hparams *h);
 
 /* One coarse level of fit --coarse (fit_coarse.h): a dense n[0] x n[1] x n[2] grid of the
- * model's nc-1 colour channels over lo..hi. It takes steps only in lattices where its voxel
+ * model's nc-1 colour channels (--coarse-density: all nc channels) over lo..hi. It takes steps only in lattices where its voxel
  * is at least twice the fine one (vx_fit_coarse_active); its Adam bias correction counts
  * from its first step, the model's step t0 + 1 (t0 -1: not yet started). */
 #define VX_FIT_LEVELS 4
@@ -131,6 +131,10 @@ typedef struct {
                                  * voxels' colour channels blend toward the levels' values,
                                  * f += L (sum_l U_l val_l - f), so the fine residual decays
                                  * where no gradient holds it (fit_coarse.h); 0: off */
+    int coarse_density;         /* fit --coarse-density: the levels carry the density too (nc
+                                 * channels an entry from channel 0, not the nc-1 colour
+                                 * channels), their density stepped at the density's step
+                                 * size; 0: off (fit_coarse.h) */
 } vx_fit_model;
 
 /* Bricked storage from per-brick live flags (table order): the slot count (live bricks +

@@ -122,14 +122,14 @@ int vx_fit_coarse_restrict_cpu(vx_fit_model *f) {
     vx_fit_index L;
     vx_fit_index_of(f, &L);
     size_t nv = vx_fit_storage_voxels(f);
-    int nc = f->nc, ncc = nc - 1;
+    int nc = f->nc, ch0 = vx_fit_coarse_ch0(f), ncc = vx_fit_coarse_nch(f);
     for (int l = 0; l < f->nlevels; l++) {
         vx_fit_coarse_map m;
         if (!vx_fit_coarse_active(f, l, &m)) continue;
         float *cg = f->lv[l].grad;
         for (size_t v = 0; v < nv; v++) {
             if (!f->alive[v]) continue;
-            const float *g = f->grad + v * nc + 1;
+            const float *g = f->grad + v * nc + ch0;
             int any = 0, x, y, z;
             for (int c = 0; c < ncc && !any; c++) any = g[c] != 0.0f;
             if (!any || vx_fit_xyz(&L, v, &x, &y, &z)) continue;
@@ -144,15 +144,15 @@ int vx_fit_coarse_restrict_cpu(vx_fit_model *f) {
         }
     }
     int co = f->coarse_only;
-    if (co < 0 || co > ncc) return vx_error("fit: %d coarse-only channels of %d colour channels", co, ncc);
+    if (co < 0 || co > nc - 1) return vx_error("fit: %d coarse-only channels of %d colour channels", co, nc - 1);
     if (co)
         for (size_t v = 0; v < nv; v++)
             if (f->alive[v]) memset(f->grad + v * nc + nc - co, 0, (size_t)co * sizeof(float));
     return 0;
 }
 
-int vx_fit_coarse_apply_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr) {
-    int act[VX_FIT_LEVELS], na = 0;
+int vx_fit_coarse_apply_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr, float lr_sigma) {
+    int act[VX_FIT_LEVELS], na = 0, nc = f->nc, ch0 = vx_fit_coarse_ch0(f), ncc = vx_fit_coarse_nch(f);
     vx_fit_coarse_map m[VX_FIT_LEVELS];
     for (int l = 0; l < f->nlevels; l++) {
         if (!vx_fit_coarse_active(f, l, &m[na])) continue;
@@ -163,8 +163,8 @@ int vx_fit_coarse_apply_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr) 
         size_t n = vx_fit_coarse_entries(f, l);
         float *step = c->grad; /* each entry's gradient, consumed, becomes its step */
         for (size_t j = 0; j < n; j++) {
-            float x = 0.0f;
-            vx_fit_adam_update(&x, c->m + j, c->v + j, step[j], lr, h->beta1, h->beta2, h->eps, bc1, bc2, 0);
+            float x = 0.0f, r = ch0 == 0 && j % (size_t)ncc == 0 ? lr_sigma : lr; /* the density's own step size */
+            vx_fit_adam_update(&x, c->m + j, c->v + j, step[j], r, h->beta1, h->beta2, h->eps, bc1, bc2, 0);
             step[j] = x;
             if (c->val) c->val[j] += x;
         }
@@ -176,14 +176,13 @@ int vx_fit_coarse_apply_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr) 
     vx_fit_index L;
     vx_fit_index_of(f, &L);
     size_t nv = vx_fit_storage_voxels(f);
-    int nc = f->nc, ncc = nc - 1;
     for (size_t v = 0; v < nv; v++) {
         int x, y, z;
         if (!f->alive[v] || vx_fit_xyz(&L, v, &x, &y, &z)) continue;
         size_t idx[VX_FIT_LEVELS][8];
         float w[VX_FIT_LEVELS][8];
         for (int i = 0; i < na; i++) vx_fit_coarse_corners(&m[i], x, y, z, idx[i], w[i]);
-        float *d = f->data + v * nc + 1;
+        float *d = f->data + v * nc + ch0;
         for (int c = 0; c < ncc; c++) {
             float s = 0.0f, u = 0.0f;
             for (int i = 0; i < na; i++) {
@@ -193,7 +192,7 @@ int vx_fit_coarse_apply_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr) 
                     for (int k = 0; k < 8; k++) u += w[i][k] * val[idx[i][k] * ncc + c];
             }
             d[c] += s;
-            if (lam > 0.0f) d[c] = vx_fit_coarse_blend(d[c], u, lam);
+            if (lam > 0.0f && c + ch0 > 0) d[c] = vx_fit_coarse_blend(d[c], u, lam); /* colour only */
         }
     }
     for (int i = 0; i < na; i++) memset(f->lv[act[i]].grad, 0, vx_fit_coarse_entries(f, act[i]) * sizeof(float));
@@ -254,7 +253,7 @@ int vx_fit_coarse_rebox_cpu(vx_fit_model *f) {
         int k0[3], n[3];
         vx_fit_coarse_window(f, l, k0, n);
         if (!memcmp(n, f->lv[l].n, sizeof n)) continue; /* the whole level is read */
-        if (vx_fit_coarse_cut(&f->lv[l], k0, n, f->nc - 1)) return -1;
+        if (vx_fit_coarse_cut(&f->lv[l], k0, n, vx_fit_coarse_nch(f))) return -1;
     }
     return 0;
 }

@@ -1,6 +1,6 @@
 /* fit_coarse.h - the coarse levels of `voxray fit --coarse R1[,R2..]`: the colour channels of
- * the fitted grid are their own values plus dense coarse grids' trilinear interpolations, so
- * each step also moves whole regions together (docs/FIT.md, sessions 18 and 21). The fine grid
+ * the fitted grid (--coarse-density: and its density) are their own values plus dense coarse
+ * grids' trilinear interpolations, so each step also moves whole regions together (docs/FIT.md, sessions 18 and 21). The fine grid
  * keeps the sum (renderers read it unchanged); only the levels' gradients and moments exist. */
 #ifndef VX_FIT_COARSE_H
 #define VX_FIT_COARSE_H
@@ -56,10 +56,14 @@ VX_HD float vx_fit_coarse_blend(float d, float u, float lam) { return fmaf(lam, 
  * res vertices along the box's longest edge (fewer along shorter ones, at least 2), zero
  * gradient and moments, not yet started. */
 int vx_fit_coarse_init_cpu(vx_fit_model *f, int res);
+/* The first channel the levels carry (0 with --coarse-density, else 1: the colour
+ * channels) and how many, the channels of an entry. */
+static inline int vx_fit_coarse_ch0(const vx_fit_model *f) { return f->coarse_density ? 0 : 1; }
+static inline int vx_fit_coarse_nch(const vx_fit_model *f) { return f->nc - vx_fit_coarse_ch0(f); }
 /* Entries of level l's gradient and each moment array. */
 static inline size_t vx_fit_coarse_entries(const vx_fit_model *f, int l) {
     const vx_fit_level *c = &f->lv[l];
-    return (size_t)c->n[0] * c->n[1] * c->n[2] * (size_t)(f->nc - 1);
+    return (size_t)c->n[0] * c->n[1] * c->n[2] * (size_t)vx_fit_coarse_nch(f);
 }
 
 /* Drop the levels (vx_fit_model_free calls it; inline, so fit_cpu.c and fit_coarse.c do not
@@ -101,17 +105,18 @@ int vx_fit_coarse_rebox_cpu(vx_fit_model *f);
  * zeroed: a host model taking a device model's cut levels (vx_fit_model_download_cuda). */
 int vx_fit_coarse_reshape(vx_fit_level *c, const vx_fit_level *like, int ncc);
 
-/* Before the fine Adam step consumes f->grad: add U_l^T dL/d(colour channels) of the alive
- * voxels into each active level's gradient (U_l: level l's interpolation above); then, with
+/* Before the fine Adam step consumes f->grad: add U_l^T dL/d(the levels' channels) of the
+ * alive voxels into each active level's gradient (U_l: level l's interpolation above); then, with
  * f->coarse_only = C, zero the alive voxels' gradient in the last C colour channels, so
  * they move with the levels only (whether or not a level is active yet). */
 int vx_fit_coarse_restrict_cpu(vx_fit_model *f);
-/* After the fine Adam step: Adam on each active level with step size lr (val_l += step_l
- * where the level keeps its value), then add the sum of the U_l (step_l) to the alive
- * voxels' colour channels (one pass, summing the levels in order, as the CUDA kernel) and,
- * with f->coarse_decay = L > 0, blend each toward sum_l U_l (val_l) by L
- * (vx_fit_coarse_blend); clear the levels' gradients. */
-int vx_fit_coarse_apply_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr);
+/* After the fine Adam step: Adam on each active level with step size lr (--coarse-density:
+ * lr_sigma for the density channel; val_l += step_l where the level keeps its value), then
+ * add the sum of the U_l (step_l) to the alive voxels' channels the levels carry (one pass,
+ * summing the levels in order, as the CUDA kernel) and, with f->coarse_decay = L > 0, blend
+ * each colour channel toward sum_l U_l (val_l) by L (vx_fit_coarse_blend); clear the
+ * levels' gradients. */
+int vx_fit_coarse_apply_cpu(vx_fit_model *f, const vx_fit_hparams *h, float lr, float lr_sigma);
 
 #ifdef __cplusplus
 }

@@ -4,12 +4,13 @@
 #ifndef VX_FIT_COARSE_FIXTURE_H
 #define VX_FIT_COARSE_FIXTURE_H
 
-/* A random model (SH degree 0..3 or the mlp's 16 channels) with one or two coarse levels of
+/* A random model (SH degree 0..3 or the mlp's 16 channels) with one or two coarse levels (of
+ * the colour channels, or with --coarse-density of every channel) of
  * R = res / (2..3) vertices (active: at least twice the fine voxel) and, half the time, a
  * level too fine to be active yet (as a level waiting for a later stage), about a third of
  * its voxels dead (zero), optionally bricked; the coarse box is larger than the model's,
- * as after a crop. */
-static void fc_random_model(vx_fit_model *f, int bricked, double (*uniform)(double, double)) {
+ * as after a crop. density: --coarse-density on (1), off (0) or drawn (-1). */
+static void fc_random_model(vx_fit_model *f, int bricked, int density, double (*uniform)(double, double)) {
     int res[3];
     for (int a = 0; a < 3; a++) res[a] = 8 + (int)uniform(0, 14);
     int deg = (int)uniform(0, 4), mlp = uniform(0, 1) < 0.3;
@@ -18,6 +19,8 @@ static void fc_random_model(vx_fit_model *f, int bricked, double (*uniform)(doub
     float bg[3] = {1, 1, 1};
     assert_int_equal(vx_fit_model_init_cpu(f, res, deg, lo, hi, 0.5f, 0.0f, bg, 0.1f), 0);
     if (mlp) assert_int_equal(vx_fit_model_use_mlp_cpu(f, 1, 7), 0);
+    /* --coarse-density (density 1; -1: drawn): the levels carry channel 0 too */
+    f->coarse_density = density < 0 ? uniform(0, 1) < 0.4 : density;
     int r = 2 + (int)(fmin(res[0], fmin(res[1], res[2])) / uniform(2.6, 4.0));
     /* the level over a box 1.3x the model's (the first stage's box, before a crop) */
     double c[3], half[3];

@@ -39,7 +39,7 @@ static void ref_corners(const vx_fit_model *f, int l, int x, int y, int z, size_
     }
 }
 
-static void random_coarse_model(vx_fit_model *f, int bricked) { fc_random_model(f, bricked, vx_test_uniform); }
+static void random_coarse_model(vx_fit_model *f, int bricked) { fc_random_model(f, bricked, -1, vx_test_uniform); }
 
 /* The map against the boxes, and its refusal of a level finer than half the lattice. */
 static void test_coarse_map(void **state) {
@@ -102,12 +102,14 @@ static void test_coarse_map(void **state) {
 }
 
 /* Restriction and the first step's prolongation against the double-precision U_l, at a
- * random model step (each level's Adam counts from its own first step). */
+ * random model step (each level's Adam counts from its own first step); with
+ * --coarse-density (the fixture's draw) over every channel, the density at its own step size. */
 static void check_restrict_apply(int bricked) {
     for (int trial = 0; trial < 12; trial++) {
         vx_fit_model f;
         random_coarse_model(&f, bricked);
-        int nc = f.nc, ncc = nc - 1, nl = f.nlevels;
+        int nc = f.nc, ch0 = vx_fit_coarse_ch0(&f), ncc = nc - ch0, nl = f.nlevels;
+        assert_int_equal(ch0, f.coarse_density ? 0 : 1);
         size_t nv = vx_fit_storage_voxels(&f), nco[VX_FIT_LEVELS];
         double *gc[VX_FIT_LEVELS];
         vx_fit_index L;
@@ -123,7 +125,7 @@ static void check_restrict_apply(int bricked) {
                 double w[8];
                 ref_corners(&f, l, x, y, z, idx, w);
                 for (int k = 0; k < 8; k++)
-                    for (int c = 0; c < ncc; c++) gc[l][idx[k] * ncc + c] += w[k] * f.grad[v * nc + 1 + c];
+                    for (int c = 0; c < ncc; c++) gc[l][idx[k] * ncc + c] += w[k] * f.grad[v * nc + ch0 + c];
             }
         }
         assert_int_equal(vx_fit_coarse_restrict_cpu(&f), 0);
@@ -139,7 +141,7 @@ static void check_restrict_apply(int bricked) {
             for (size_t j = 0; j < nco[l]; j++) gc[l][j] = f.lv[l].grad[j];
         vx_fit_hparams h;
         vx_fit_hparams_default(&h);
-        float lr = (float)vx_test_uniform(0.01, 0.1);
+        float lr = (float)vx_test_uniform(0.01, 0.1), lr_sigma = (float)vx_test_uniform(0.2, 0.6);
         float *before = malloc(nv * nc * sizeof(float));
         memcpy(before, f.data, nv * nc * sizeof(float));
         f.t = 1 + (long long)vx_test_uniform(0, 100);
@@ -155,7 +157,7 @@ static void check_restrict_apply(int bricked) {
         }
         f.coarse_decay = (float)lam;
         lam = f.coarse_decay;
-        assert_int_equal(vx_fit_coarse_apply_cpu(&f, &h, lr), 0);
+        assert_int_equal(vx_fit_coarse_apply_cpu(&f, &h, lr, lr_sigma), 0);
         for (int l = 0; l < nl; l++) {
             int on = vx_fit_coarse_active(&f, l, NULL);
             assert_true(f.lv[l].t0 == (on ? f.t - 1 : -1)); /* started by its first step only */
@@ -170,13 +172,14 @@ static void check_restrict_apply(int bricked) {
             for (int c = 0; c < nc; c++) {
                 double want = before[v * nc + c], u = 0.0;
                 for (int l = 0; l < nl; l++) {
-                    if (!(c > 0 && f.alive[v] && lattice && vx_fit_coarse_active(&f, l, NULL))) continue;
+                    if (!(c >= ch0 && f.alive[v] && lattice && vx_fit_coarse_active(&f, l, NULL))) continue;
                     size_t idx[8];
                     double w[8];
                     ref_corners(&f, l, x, y, z, idx, w);
                     for (int k = 0; k < 8; k++) {
-                        size_t j = idx[k] * ncc + c - 1;
-                        double g = gc[l][j], step = (g > 0 ? -lr : g < 0 ? lr : 0.0) * fabs(g) / (fabs(g) + 1e-8);
+                        size_t j = idx[k] * ncc + c - ch0;
+                        double r = c == 0 ? lr_sigma : lr; /* the density's own step size */
+                        double g = gc[l][j], step = (g > 0 ? -r : g < 0 ? r : 0.0) * fabs(g) / (fabs(g) + 1e-8);
                         want += w[k] * step;
                         if (lam > 0.0) u += w[k] * (val0[l][j] + step); /* the value after this step */
                     }
@@ -191,7 +194,8 @@ static void check_restrict_apply(int bricked) {
         for (int l = 0; lam > 0.0 && l < nl; l++) { /* each level's value took its step, or none */
             int on = vx_fit_coarse_active(&f, l, NULL);
             for (size_t j = 0; j < nco[l]; j++) {
-                double g = gc[l][j], step = on ? (g > 0 ? -lr : g < 0 ? lr : 0.0) * fabs(g) / (fabs(g) + 1e-8) : 0.0;
+                double r = ch0 == 0 && j % ncc == 0 ? lr_sigma : lr;
+                double g = gc[l][j], step = on ? (g > 0 ? -r : g < 0 ? r : 0.0) * fabs(g) / (fabs(g) + 1e-8) : 0.0;
                 if (fabs(f.lv[l].val[j] - (val0[l][j] + step)) > 1e-5)
                     fail_msg("trial %d: level %d's value %zu is %g, expected %g", trial, l, j, f.lv[l].val[j],
                              val0[l][j] + step);
@@ -218,6 +222,7 @@ static void rebox_model(vx_fit_model *f, int bricked) {
     int m = res[0] < res[1] ? res[0] : res[1];
     m = m < res[2] ? m : res[2];
     int r = (int)(m / vx_test_uniform(2.1, 3.0)), r2 = (int)(m / vx_test_uniform(2.1, 3.0));
+    f->coarse_density = vx_test_uniform(0, 1) < 0.4; /* the levels carry the density too */
     assert_int_equal(vx_fit_coarse_init_cpu(f, r), 0);
     if (r2 != r) assert_int_equal(vx_fit_coarse_init_cpu(f, r2), 0);
     if (vx_test_uniform(0, 1) < 0.5) assert_int_equal(vx_fit_coarse_init_cpu(f, 3 * m), 0); /* waiting */
@@ -249,7 +254,8 @@ static void check_rebox(int bricked) {
     for (int trial = 0; trial < 12; trial++) {
         vx_fit_model f;
         rebox_model(&f, bricked);
-        int nc = f.nc, ncc = nc - 1, nl = f.nlevels;
+        int nc = f.nc, ch0 = vx_fit_coarse_ch0(&f), ncc = nc - ch0, nl = f.nlevels;
+        assert_int_equal(ch0, f.coarse_density ? 0 : 1);
         size_t nv = vx_fit_storage_voxels(&f), nco[VX_FIT_LEVELS];
         float *mom[VX_FIT_LEVELS][2];
         int on[VX_FIT_LEVELS];
@@ -271,10 +277,10 @@ static void check_rebox(int bricked) {
         memcpy(before, f.data, nv * nc * sizeof(float));
         vx_fit_hparams h;
         vx_fit_hparams_default(&h);
-        float lr = (float)vx_test_uniform(0.01, 0.1);
+        float lr = (float)vx_test_uniform(0.01, 0.1), lr_sigma = (float)vx_test_uniform(0.2, 0.6);
         /* the whole levels' step */
         assert_int_equal(vx_fit_coarse_restrict_cpu(&f), 0);
-        assert_int_equal(vx_fit_coarse_apply_cpu(&f, &h, lr), 0);
+        assert_int_equal(vx_fit_coarse_apply_cpu(&f, &h, lr, lr_sigma), 0);
         memcpy(whole, f.data, nv * nc * sizeof(float));
         int k0[VX_FIT_LEVELS][3], wn[VX_FIT_LEVELS][3], n0[VX_FIT_LEVELS][3];
         float *mwhole[VX_FIT_LEVELS];
@@ -297,7 +303,7 @@ static void check_rebox(int bricked) {
         }
         /* the cut levels' step */
         assert_int_equal(vx_fit_coarse_restrict_cpu(&f), 0);
-        assert_int_equal(vx_fit_coarse_apply_cpu(&f, &h, lr), 0);
+        assert_int_equal(vx_fit_coarse_apply_cpu(&f, &h, lr, lr_sigma), 0);
         double worst = 0.0;
         for (size_t i = 0; i < nv * nc; i++) worst = fmax(worst, fabs((double)f.data[i] - whole[i]));
         if (worst > 1e-5 * nl)

@@ -73,6 +73,9 @@ static void vx__fit_usage(FILE *o) {
             "  --coarse-decay L     after each levels' step blend the colour channels toward the\n"
             "                       levels' values by L (0 to 0.5): the fine residual decays\n"
             "                       where no gradient holds it (default 0: off; docs/FIT.md)\n"
+            "  --coarse-density     the levels carry the density too (its own Adam step size,\n"
+            "                       --lr-sigma's): regions of density move together (default:\n"
+            "                       the colour channels only; docs/FIT.md)\n"
             "  --no-coarse-cut      keep each level whole over the first stage's box (default: at\n"
             "                       each crop the levels are cut to the vertices the new lattice\n"
             "                       reads, the same model with less work a step, docs/FIT.md)\n"
@@ -212,7 +215,7 @@ int vx_cmd_fit(int argc, char **argv) {
     vx_fit_config cfg;
     vx_fit_config_default(&cfg);
     int sh = 2, downscale = 1, has_bbox = 0, seed = 1, use_mlp = 0, mlp_layers = 2, coarse[VX_FIT_LEVELS], ncoarse = 0,
-        coarse_cut = 1, coarse_only = 0;
+        coarse_cut = 1, coarse_only = 0, coarse_density = 0;
     double coarse_decay = 0.0;
     double step = 0.5, lo[3], hi[3], dv;
     vx_backend_kind backend = VX_BACKEND_AUTO;
@@ -299,6 +302,7 @@ int vx_cmd_fit(int argc, char **argv) {
         else if (!strcmp(a, "--final-prune")) cfg.final_prune = 1;
         else if (!strcmp(a, "--coarse-cut")) coarse_cut = 1; /* the default since session 24 */
         else if (!strcmp(a, "--no-coarse-cut")) coarse_cut = 0;
+        else if (!strcmp(a, "--coarse-density")) coarse_density = 1;
         else if (!strcmp(a, "--crop-keep")) bad = vx_parse_double(a, argv[++i], 0, 1, &cfg.crop_keep);
         else if (!strcmp(a, "--write")) {
             if (i + 1 >= argc) return vx_cli_usage_error("fit", "--write needs sparse-half, sparse or dense");
@@ -402,6 +406,14 @@ int vx_cmd_fit(int argc, char **argv) {
         goto fail;
     }
     f.coarse_decay = (float)coarse_decay;
+    if (coarse_density && !ncoarse) {
+        vx_fit_model_free(&f);
+        rc = vx_cli_usage_error("fit", "--coarse-density needs --coarse (the levels that carry the density)");
+        goto fail;
+    }
+    f.coarse_density = coarse_density; /* before the levels: their entries' channel count */
+    if (coarse_density)
+        fprintf(stderr, "fit: the coarse levels carry the density too (Adam step %g)\n", cfg.hp.lr_sigma);
     if (coarse_decay > 0)
         fprintf(stderr, "fit: the colour channels blend toward the coarse levels by %g a step\n", coarse_decay);
     if (coarse_only)
@@ -417,7 +429,7 @@ int vx_cmd_fit(int argc, char **argv) {
         }
         const vx_fit_level *c = &f.lv[l];
         fprintf(stderr, "fit: coarse level %dx%dx%d x %d channels from stage %d (Adam step %g)\n", c->n[0], c->n[1],
-                c->n[2], f.nc - 1, first + 1, cfg.hp.lr_coarse > 0 ? cfg.hp.lr_coarse : cfg.hp.lr_sh);
+                c->n[2], vx_fit_coarse_nch(&f), first + 1, cfg.hp.lr_coarse > 0 ? cfg.hp.lr_coarse : cfg.hp.lr_sh);
     }
     if (!ncoarse && cfg.hp.lr_coarse > 0) {
         fprintf(stderr, "voxray: fit: --lr-coarse has no effect without --coarse\n");

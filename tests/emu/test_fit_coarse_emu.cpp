@@ -4,7 +4,7 @@
  * compared with fit_coarse.c (itself
  * checked against double precision in test_fit_coarse.c): random models of every channel
  * count, dense and bricked, every other one with --coarse-decay's blend toward the levels'
- * values. tests/gpu/test_fit_gpu.c checks the same on the device. */
+ * values, some with --coarse-density (the levels carry channel 0 at its own step size). tests/gpu/test_fit_gpu.c checks the same on the device. */
 #include "emu/fit_emu.h"
 #include "fit_coarse.h"
 
@@ -17,8 +17,8 @@ namespace vx_emu {
 static void check(int bricked) {
     for (int trial = 0; trial < 5; trial++) {
         vx_fit_model f;
-        fc_random_model(&f, bricked, uni);
-        int nc = f.nc, nl = f.nlevels;
+        fc_random_model(&f, bricked, trial % 3 == 1, uni); /* trials 1 and 4: --coarse-density */
+        int nc = f.nc, nl = f.nlevels, ch0 = vx_fit_coarse_ch0(&f); /* 0: --coarse-density */
         size_t nv = vx_fit_storage_voxels(&f);
         std::vector<float> grad(f.grad, f.grad + nv * nc), data(f.data, f.data + nv * nc);
         vx_fit_index L;
@@ -35,9 +35,9 @@ static void check(int bricked) {
             if (!vx_fit_coarse_active(&f, l, NULL)) continue;
             OK(vx_fit_coarse_map_of(&f, l, &cm[l]));
             vx_emu_launch(dim3(blocks), dim3(512), vx_fit_coarse_restrict_kernel, (const float *)grad.data(),
-                          (const unsigned char *)f.alive, L, nc, cm[l], tiles[0], tiles[1], cgrad[l].data());
+                          (const unsigned char *)f.alive, L, nc, ch0, cm[l], tiles[0], tiles[1], cgrad[l].data());
             vx_emu_launch(dim3(blocks), dim3(512), vx_fit_coarse_restrict2_kernel, (const float *)grad.data(),
-                          (const unsigned char *)f.alive, L, nc, cm[l], tiles[0], tiles[1], cgrad2[l].data());
+                          (const unsigned char *)f.alive, L, nc, ch0, cm[l], tiles[0], tiles[1], cgrad2[l].data());
         }
         OK(vx_fit_coarse_restrict_cpu(&f));
         for (int l = 0; l < nl; l++) {
@@ -52,10 +52,12 @@ static void check(int bricked) {
         vx_fit_hparams_default(&h);
         f.t = 3;
         f.lv[0].t0 = 0;
-        float lr = (float)uni(0.01, 0.1);
+        float lr = (float)uni(0.01, 0.1), lr_sigma = (float)uni(0.2, 0.6);
+        unsigned nch = f.coarse_density ? (unsigned)vx_fit_coarse_nch(&f) : 0u; /* as vx_fit_coarse_apply_cuda */
         std::vector<float> mom[VX_FIT_LEVELS], var[VX_FIT_LEVELS], step[VX_FIT_LEVELS], val[VX_FIT_LEVELS];
         vx_fit_coarse_steps S;
         memset(&S, 0, sizeof S);
+        S.ch0 = ch0;
         if (trial % 2) { /* --coarse-decay: levels keep values from earlier steps */
             f.coarse_decay = (float)uni(0.01, 0.3);
             S.lam = f.coarse_decay;
@@ -83,10 +85,12 @@ static void check(int bricked) {
             float *vp = f.lv[l].val ? val[l].data() : NULL;
             if (vp)
                 vx_emu_launch(dim3((unsigned)((nco + 255) / 256)), dim3(256), vx_fit_coarse_adam_kernel<true>,
-                              step[l].data(), mom[l].data(), var[l].data(), vp, nco, lr, h.beta1, h.beta2, h.eps, bc1, bc2);
+                              step[l].data(), mom[l].data(), var[l].data(), vp, nco, lr, nch, lr_sigma, h.beta1, h.beta2,
+                              h.eps, bc1, bc2);
             else
                 vx_emu_launch(dim3((unsigned)((nco + 255) / 256)), dim3(256), vx_fit_coarse_adam_kernel<false>,
-                              step[l].data(), mom[l].data(), var[l].data(), vp, nco, lr, h.beta1, h.beta2, h.eps, bc1, bc2);
+                              step[l].data(), mom[l].data(), var[l].data(), vp, nco, lr, nch, lr_sigma, h.beta1, h.beta2,
+                              h.eps, bc1, bc2);
             S.m[S.n] = cm[l];
             S.val[S.n] = vp;
             S.step[S.n++] = step[l].data();
@@ -102,7 +106,7 @@ static void check(int bricked) {
         else
             vx_emu_launch(dim3((nt + 255) / 256), dim3(256), vx_fit_coarse_prolong_kernel<false>, data.data(),
                           (const unsigned *)active.data(), nt, ng, gw, L, S);
-        OK(vx_fit_coarse_apply_cpu(&f, &h, lr));
+        OK(vx_fit_coarse_apply_cpu(&f, &h, lr, lr_sigma));
         for (int l = 0; l < nl; l++) {
             size_t nco = mom[l].size();
             compare_most(f.lv[l].m, mom[l].data(), nco, 1e-6, 1e-9, 0, "coarse first moment");

@@ -79,6 +79,7 @@ static void host_twin(const vx_fit_model *f, vx_fit_model *h) {
     OK(vx_fit_model_init_cpu(h, (int[3]){f->nx, f->ny, f->nz}, f->sh_degree, f->box_lo, f->box_hi, f->step,
                              f->density_scale, f->bg, 0));
     if (f->mlp_layers) OK(vx_fit_model_use_mlp_cpu(h, f->mlp_layers, 1));
+    h->coarse_density = f->coarse_density; /* before the levels: their entries' channels */
     for (int l = 0; l < f->nlevels; l++) {
         size_t nco = vx_fit_coarse_entries(f, l);
         vx_fit_level *c = &h->lv[l];
@@ -313,13 +314,17 @@ static void test_tv_adam_prune_upsample(void **state) {
 /* The coarse levels (--coarse): the per-brick restriction, then the fine and coarse Adam
  * steps and the prolongation, dense and bricked, every channel count and set of levels
  * (active or not yet) fc_random_model draws; every third trial --coarse-only, two in four
- * --coarse-decay (the levels' values and the blend toward them, also through the cut). */
+ * --coarse-decay (the levels' values and the blend toward them, also through the cut), two
+ * in four --coarse-density (the levels carry the density at its own step size). */
 static void test_coarse_level(void **state) {
     (void)state;
     for (int trial = 0; trial < 2 * g_trials; trial++) { /* dense, bricked; restriction version 1, then 2 */
         int version = 1 + (trial / 2) % 2;
         vx_fit_model f, h;
-        fc_random_model(&f, trial % 2, uni);
+        /* --coarse-density on dense v1 and bricked v2, the other two in the next four trials
+         * (with --coarse-decay there) */
+        int density = (trial % 4 == 0 || trial % 4 == 3) ^ ((trial / 4) % 2);
+        fc_random_model(&f, trial % 2, density, uni);
         size_t nv = nvox(&f), n = nv * f.nc;
         /* every third trial with --coarse-only: the device zeroes the same channels after restricting */
         if (trial % 3 == 2) f.coarse_only = f.nc - 1 < 3 ? f.nc - 1 : 3;
@@ -350,8 +355,8 @@ static void test_coarse_level(void **state) {
         vx_fit_hparams_default(&hp);
         vx_fit_adam_step_cpu(&f, &hp, 0.5f, 0.02f);
         OK(vx_fit_adam_step_cuda(g, &hp, 0.5f, 0.02f));
-        OK(vx_fit_coarse_apply_cpu(&f, &hp, 0.03f));
-        OK(vx_fit_coarse_apply_cuda(g, &hp, 0.03f));
+        OK(vx_fit_coarse_apply_cpu(&f, &hp, 0.03f, 0.4f)); /* --coarse-density (the fixture's draw): 0.4 */
+        OK(vx_fit_coarse_apply_cuda(g, &hp, 0.03f, 0.4f));
         OK(vx_fit_model_download_cuda(g, &h));
         compare(f.data, h.data, n, 1e-5, 1e-6, "parameters after the fine and coarse steps");
         for (int l = 0; l < f.nlevels; l++) {
