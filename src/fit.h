@@ -47,6 +47,8 @@ typedef struct {
                                  * weights stay zero (vx_mlp_dir_cut, decode.h) */
     float lr_coarse;            /* Adam step size of the coarse level (fit --coarse,
                                  * fit_coarse.h); 0: lr_sh (decays alike) */
+    float lr_coarse_sigma;      /* the levels' density channel's (--coarse-density); 0:
+                                 * lr_sigma (decays alike) */
     int random_bg;              /* each training ray against a random background colour
                                  * (vx_fit_ray_background, fit_march.h); 0: the model's */
     int mlp_tc;                 /* CUDA, mlp decoder's batched step: the network's hidden layers

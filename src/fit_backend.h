@@ -23,6 +23,7 @@ typedef struct {
     float lr_sigma, lr_sh, tv_sigma, tv_sh;
     float lr_mlp;      /* the mlp decoder's weights (unused by the sh decoder) */
     float lr_coarse;   /* the coarse level's (unused without --coarse) */
+    float lr_coarse_sigma; /* the levels' density channel's (--coarse-density) */
     const vx_fit_hparams *hp;
     vx_fit_errmap *map;
 } vx_fit_step;

@@ -77,7 +77,7 @@ static int vx__step(vx_fit_backend *b, const vx_fit_step *s, double *loss) {
     if (vx_fit_coarse_restrict_cpu(b->f)) return -1; /* before the fine step consumes the gradient */
     vx_fit_adam_step_cpu(b->f, s->hp, s->lr_sigma, s->lr_sh);
     vx_fit_adam_step_mlp_cpu(b->f, s->hp, s->lr_mlp);
-    return vx_fit_coarse_apply_cpu(b->f, s->hp, s->lr_coarse, s->lr_sigma);
+    return vx_fit_coarse_apply_cpu(b->f, s->hp, s->lr_coarse, s->lr_coarse_sigma);
 }
 
 static int vx__errmap_fetch(vx_fit_backend *b, vx_fit_errmap *map) { (void)b; (void)map; return 0; }

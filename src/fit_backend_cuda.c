@@ -70,7 +70,7 @@ static int vx__step(vx_fit_backend *b, const vx_fit_step *s, double *loss) {
         vx_fit_tv_backward_cuda(b->g, s->tv_sigma, s->tv_sh, s->hp->tv_fraction, s->tv_seed, s->hp->tv_eps, NULL))
         return -1;
     return vx_fit_coarse_restrict_cuda(b->g) || vx_fit_adam_step_cuda(b->g, s->hp, s->lr_sigma, s->lr_sh) ||
-                   vx_fit_adam_step_mlp_cuda(b->g, s->hp, s->lr_mlp) || vx_fit_coarse_apply_cuda(b->g, s->hp, s->lr_coarse, s->lr_sigma)
+                   vx_fit_adam_step_mlp_cuda(b->g, s->hp, s->lr_mlp) || vx_fit_coarse_apply_cuda(b->g, s->hp, s->lr_coarse, s->lr_coarse_sigma)
                ? -1
                : 0;
 }

@@ -2150,6 +2150,45 @@ static void test_train_coarse(void **state) {
     vx_grid_free(&s.grid);
 }
 
+/* --coarse-density through the training loop: the level carries the density (channel 0 of
+ * each entry takes steps: its moments move), the training loss falls as without it, and the
+ * run differs from the colour-only level's (same seed, rays and schedule). */
+static void test_train_coarse_density(void **state) {
+    (void)state;
+    vx_scene s;
+    vx_dataset train;
+    small_views(&s, &train);
+    double loss[2], dens[2];
+    for (int on = 0; on < 2; on++) {
+        vx_fit_config cfg;
+        small_config(&cfg, 60);
+        double lo[3] = {-1, -1, -1}, hi[3] = {1, 1, 1};
+        float white[3] = {1, 1, 1};
+        vx_fit_model f;
+        assert_int_equal(vx_fit_model_init_cpu(&f, cfg.res[0], 1, lo, hi, 0.5f, 0.0f, white, cfg.hp.init_sigma), 0);
+        f.coarse_density = on;
+        assert_int_equal(vx_fit_coarse_init_cpu(&f, 6), 0);
+        assert_int_equal(vx_fit_coarse_nch(&f), f.nc - 1 + on);
+        vx_fit_stats st;
+        if (vx_fit_train(&f, &cfg, &train, NULL, &st)) fail_msg("%s", vx_errmsg());
+        int nch = vx_fit_coarse_nch(&f);
+        size_t ne = vx_fit_coarse_entries(&f, 0), moved = 0;
+        for (size_t j = 0; on && j < ne; j += (size_t)nch) moved += f.lv[0].m[j] != 0.0f; /* density entries */
+        dens[on] = 0.0;
+        for (size_t v = 0; v < vx_fit_storage_voxels(&f); v++) dens[on] += fabs(f.data[v * f.nc]);
+        loss[on] = st.loss_last;
+        if (on) assert_true(moved > ne / (size_t)nch / 4); /* most density entries took steps */
+        fprintf(stderr, "coarse level %s density: loss %.5f -> %.5f, |density| %g%s\n", on ? "with" : "without",
+                st.loss_first, st.loss_last, dens[on], on ? "" : "");
+        assert_true(st.loss_last < 0.7 * st.loss_first);
+        vx_fit_model_free(&f);
+    }
+    assert_true(dens[1] != dens[0]);
+    assert_true(loss[1] != loss[0]);
+    vx_dataset_free(&train);
+    vx_grid_free(&s.grid);
+}
+
 /* --tv-until: TV stops at that progress. With TV on only before progress 0 the run is
  * the TV-free run (to rounding); before progress 0.5 it matches neither that run nor TV
  * throughout (same seed, rays and schedule). */
@@ -2313,7 +2352,7 @@ static void test_commands(void **state) {
     const char *fit2[] = {"fit", dir, "-o", out, "--res", "8,12", "--stage-ends", "0.3", "--no-crop", "--dense-adam",
                           "--iters", "10", "--batch", "64", "--sh-degree", "1", "--val-every", "0", "--backend", "cpu",
                           "--sparsity", "0.01", "--distortion", "0.1", "--binary-alpha", "0.001", "--error-map", "0.5",
-                          "--coarse", "4", "--random-bg", NULL};
+                          "--coarse", "4", "--coarse-density", "--lr-coarse-sigma", "0.2", "--random-bg", NULL};
     assert_int_equal(run_cmd(vx_cmd_fit, fit2), 0);
     assert_int_equal(vx_scene_load(out, &lopts, &back), 0);
     assert_true(back.grid.nx == 12 && back.grid.ny == 12 && back.grid.nz == 12);
@@ -2355,6 +2394,13 @@ static void test_commands(void **state) {
     const char *cd2[] = {"fit", dir, "-o", out, "--coarse", "4", "--coarse-decay", "0.6", NULL};
     assert_int_equal(run_cmd(vx_cmd_fit, cd1), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, cd2), 2);
+    /* --coarse-density: no level to carry it; its step size without it; a negative one */
+    const char *cs1[] = {"fit", dir, "-o", out, "--coarse-density", NULL};
+    const char *cs2[] = {"fit", dir, "-o", out, "--coarse", "4", "--lr-coarse-sigma", "0.1", NULL};
+    const char *cs3[] = {"fit", dir, "-o", out, "--coarse", "4", "--coarse-density", "--lr-coarse-sigma", "-1", NULL};
+    assert_int_equal(run_cmd(vx_cmd_fit, cs1), 2);
+    assert_int_equal(run_cmd(vx_cmd_fit, cs2), 2);
+    assert_int_equal(run_cmd(vx_cmd_fit, cs3), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u17), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u18), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u1), 2);
@@ -2574,6 +2620,7 @@ int main(void) {
         cmocka_unit_test(test_write_scene_roundtrip), cmocka_unit_test(test_dataset_good),
         cmocka_unit_test(test_dataset_bad),      cmocka_unit_test(test_metrics),
         cmocka_unit_test(test_end_to_end),       cmocka_unit_test(test_train_regularisers), cmocka_unit_test(test_train_coarse),
+        cmocka_unit_test(test_train_coarse_density),
         cmocka_unit_test(test_train_final_prune),
         cmocka_unit_test(test_train_tv_until),   cmocka_unit_test(test_train_error_map),
         cmocka_unit_test(test_commands),

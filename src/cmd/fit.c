@@ -73,9 +73,9 @@ static void vx__fit_usage(FILE *o) {
             "  --coarse-decay L     after each levels' step blend the colour channels toward the\n"
             "                       levels' values by L (0 to 0.5): the fine residual decays\n"
             "                       where no gradient holds it (default 0: off; docs/FIT.md)\n"
-            "  --coarse-density     the levels carry the density too (its own Adam step size,\n"
-            "                       --lr-sigma's): regions of density move together (default:\n"
-            "                       the colour channels only; docs/FIT.md)\n"
+            "  --coarse-density     the levels carry the density too: regions of density move\n"
+            "                       together (default: the colour channels only; docs/FIT.md)\n"
+            "  --lr-coarse-sigma A  Adam step size of the levels' density (default: --lr-sigma's)\n"
             "  --no-coarse-cut      keep each level whole over the first stage's box (default: at\n"
             "                       each crop the levels are cut to the vertices the new lattice\n"
             "                       reads, the same model with less work a step, docs/FIT.md)\n"
@@ -233,7 +233,7 @@ int vx_cmd_fit(int argc, char **argv) {
                                        "--backend", "--max-seconds", "--stage-ends", "--sparsity", "--distortion",
                                        "--binary-alpha", "--rgbper", "--error-map", "--crop-keep",
                                        "--decoder", "--mlp-layers", "--lr-mlp", "--mlp-kernel", "--mlp-dir-degree",
-                                       "--coarse", "--lr-coarse", "--coarse-only", "--coarse-decay"};
+                                       "--coarse", "--lr-coarse", "--coarse-only", "--coarse-decay", "--lr-coarse-sigma"};
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             if (!strcmp(a, valued[k]) && !need) {
                 snprintf(msg, sizeof msg, "%s needs a value", a);
@@ -259,6 +259,7 @@ int vx_cmd_fit(int argc, char **argv) {
         else if (!strcmp(a, "--coarse")) bad = vx__parse_coarse(argv[++i], coarse, &ncoarse);
         else if (!strcmp(a, "--coarse-only")) bad = vx_parse_int(a, argv[++i], 0, 48, &coarse_only); /* SH 3: 48 colour channels */
         else if (!strcmp(a, "--coarse-decay")) bad = vx_parse_double(a, argv[++i], 0, 0.5, &coarse_decay);
+        else if (!strcmp(a, "--lr-coarse-sigma")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_coarse_sigma = (float)dv; }
         else if (!strcmp(a, "--lr-coarse")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_coarse = (float)dv; }
         else if (!strcmp(a, "--lr-mlp")) { bad = vx_parse_double(a, argv[++i], 0, 1e6, &dv); cfg.hp.lr_mlp = (float)dv; }
         else if (!strcmp(a, "--mlp-kernel")) {
@@ -406,14 +407,16 @@ int vx_cmd_fit(int argc, char **argv) {
         goto fail;
     }
     f.coarse_decay = (float)coarse_decay;
-    if (coarse_density && !ncoarse) {
+    if ((coarse_density && !ncoarse) || (cfg.hp.lr_coarse_sigma > 0 && !coarse_density)) {
         vx_fit_model_free(&f);
-        rc = vx_cli_usage_error("fit", "--coarse-density needs --coarse (the levels that carry the density)");
+        rc = vx_cli_usage_error("fit", coarse_density ? "--coarse-density needs --coarse (the levels that carry the density)"
+                                                      : "--lr-coarse-sigma needs --coarse-density (no level carries the density)");
         goto fail;
     }
     f.coarse_density = coarse_density; /* before the levels: their entries' channel count */
     if (coarse_density)
-        fprintf(stderr, "fit: the coarse levels carry the density too (Adam step %g)\n", cfg.hp.lr_sigma);
+        fprintf(stderr, "fit: the coarse levels carry the density too (Adam step %g)\n",
+                cfg.hp.lr_coarse_sigma > 0 ? cfg.hp.lr_coarse_sigma : cfg.hp.lr_sigma);
     if (coarse_decay > 0)
         fprintf(stderr, "fit: the colour channels blend toward the coarse levels by %g a step\n", coarse_decay);
     if (coarse_only)
