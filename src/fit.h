@@ -47,8 +47,8 @@ typedef struct {
                                  * weights stay zero (vx_mlp_dir_cut, decode.h) */
     float lr_coarse;            /* Adam step size of the coarse level (fit --coarse,
                                  * fit_coarse.h); 0: lr_sh (decays alike) */
-    float lr_coarse_sigma;      /* the levels' density channel's (--coarse-density); 0:
-                                 * lr_sigma (decays alike) */
+    float lr_coarse_sigma;      /* the levels' density channel's (--coarse-density); 0: a
+                                 * tenth of lr_sigma (vx_fit_lr_coarse_sigma; decays alike) */
     int random_bg;              /* each training ray against a random background colour
                                  * (vx_fit_ray_background, fit_march.h); 0: the model's */
     int mlp_tc;                 /* CUDA, mlp decoder's batched step: the network's hidden layers
@@ -57,6 +57,12 @@ typedef struct {
 } vx_fit_hparams;
 
 void vx_fit_hparams_default(vx_fit_hparams *h);
+/* The levels' density step size (--coarse-density): lr_coarse_sigma, or a tenth of
+ * lr_sigma's, since a level's step moves a whole region (lego's 1/8-scale CPU analog lost
+ * 0.31 dB at lr_sigma's own, docs/FIT.md session 27). */
+static inline float vx_fit_lr_coarse_sigma(const vx_fit_hparams *h) {
+    return h->lr_coarse_sigma > 0 ? h->lr_coarse_sigma : 0.1f * h->lr_sigma;
+}
 
 /* One coarse level of fit --coarse (fit_coarse.h): a dense n[0] x n[1] x n[2] grid of the
  * model's nc-1 colour channels (--coarse-density: all nc channels) over lo..hi. It takes steps only in lattices where its voxel

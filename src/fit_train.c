@@ -145,7 +145,7 @@ static int vx__step(vx__trainer *t, const vx_fit_config *cfg, double p, float de
     vx_fit_step s = {.batch = cfg->batch, .occ_cell = cfg->occ_cell, .ray_seed = ray_seed, .tv_seed = tv_seed,
                      .lr_sigma = h->lr_sigma * decay, .lr_sh = h->lr_sh * decay, .lr_mlp = h->lr_mlp * decay,
                      .lr_coarse = (h->lr_coarse > 0 ? h->lr_coarse : h->lr_sh) * decay,
-                     .lr_coarse_sigma = (h->lr_coarse_sigma > 0 ? h->lr_coarse_sigma : h->lr_sigma) * decay,
+                     .lr_coarse_sigma = vx_fit_lr_coarse_sigma(h) * decay,
                      .tv_sigma = h->tv_sigma * tvs,
                      .tv_sh = h->tv_sh * tvs, .hp = h, .map = t->map};
     return t->ops->step(t->b, &s, loss);

@@ -75,7 +75,8 @@ static void vx__fit_usage(FILE *o) {
             "                       where no gradient holds it (default 0: off; docs/FIT.md)\n"
             "  --coarse-density     the levels carry the density too: regions of density move\n"
             "                       together (default: the colour channels only; docs/FIT.md)\n"
-            "  --lr-coarse-sigma A  Adam step size of the levels' density (default: --lr-sigma's)\n"
+            "  --lr-coarse-sigma A  Adam step size of the levels' density (default: a tenth of\n"
+            "                       --lr-sigma's)\n"
             "  --no-coarse-cut      keep each level whole over the first stage's box (default: at\n"
             "                       each crop the levels are cut to the vertices the new lattice\n"
             "                       reads, the same model with less work a step, docs/FIT.md)\n"
@@ -415,8 +416,7 @@ int vx_cmd_fit(int argc, char **argv) {
     }
     f.coarse_density = coarse_density; /* before the levels: their entries' channel count */
     if (coarse_density)
-        fprintf(stderr, "fit: the coarse levels carry the density too (Adam step %g)\n",
-                cfg.hp.lr_coarse_sigma > 0 ? cfg.hp.lr_coarse_sigma : cfg.hp.lr_sigma);
+        fprintf(stderr, "fit: the coarse levels carry the density too (Adam step %g)\n", vx_fit_lr_coarse_sigma(&cfg.hp));
     if (coarse_decay > 0)
         fprintf(stderr, "fit: the colour channels blend toward the coarse levels by %g a step\n", coarse_decay);
     if (coarse_only)
