@@ -237,7 +237,8 @@ typedef struct {
  * a step on lego's mlp fit from 2.60 to 1.86 ms on the H100, docs/BENCHMARKS.md.) The levels
  * are summed first and added once, so a second level costs its 8 gathers, not another pass
  * over the rows. Channel 0, the density, is left alone unless the levels carry it
- * (--coarse-density, S.ch0 = 0). BLEND (--coarse-decay, S.lam > 0): then each colour channel blends toward the levels' values, d + lam (sum_l U_l val_l - d)
+ * (--coarse-density, S.ch0 = 0). BLEND (--coarse-decay, S.lam > 0): then each colour
+ * channel blends toward the levels' values, d + lam (sum_l U_l val_l - d)
  * (vx_fit_coarse_blend, as fit_coarse.c); false compiles the kernel as it was before the
  * decay. n = alive voxels x ng groups of this launch (< 2^32). */
 template <bool BLEND>

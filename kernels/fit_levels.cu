@@ -17,16 +17,17 @@ extern "C" int vx_fit_coarse_restrict_cuda(vx_fit_device *g) {
     if (blocks > 0x7fffffffull) return vx_error("fit: %zu bricks exceed one launch", blocks);
     double t0 = 0.0;
     if (vx_fitd_prof_start(g, &t0)) return -1;
+    int ch0 = vx_fit_coarse_ch0(&g->m); /* the levels' first channel: 0 with --coarse-density */
     for (int l = 0; l < g->m.nlevels; l++) {
         vx_fit_coarse_map cm;
         if (!vx_fit_coarse_active(&g->m, l, &cm)) continue; /* its voxel not yet twice the fine one */
         if (g->coarse_version == 2) {
             vx_fit_coarse_restrict2_kernel<<<(unsigned)blocks, 512>>>(g->d_grad, g->d_alive, vx_fitd_index(g), g->m.nc,
-                                                                      vx_fit_coarse_ch0(&g->m), cm, tiles[0], tiles[1], g->d_lv[l][0]);
+                                                                      ch0, cm, tiles[0], tiles[1], g->d_lv[l][0]);
             VX_LAUNCH_CHECK("vx_fit_coarse_restrict2_kernel");
         } else {
             vx_fit_coarse_restrict_kernel<<<(unsigned)blocks, 512>>>(g->d_grad, g->d_alive, vx_fitd_index(g), g->m.nc,
-                                                                     vx_fit_coarse_ch0(&g->m), cm, tiles[0], tiles[1], g->d_lv[l][0]);
+                                                                     ch0, cm, tiles[0], tiles[1], g->d_lv[l][0]);
             VX_LAUNCH_CHECK("vx_fit_coarse_restrict_kernel");
         }
     }

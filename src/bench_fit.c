@@ -305,12 +305,13 @@ int vx_bench_fit(int argc, char **argv) {
     vx_fit_set_mlp_tc_cuda(g, 0);
     printf("copy bandwidth (device to device, read + write): %.0f GB/s\n", copy_gbs);
     printf("  %-46s %10s %14s %10s\n", "step", "ms/step", "rays/s", "GB/s");
+    int nch = vx_fit_coarse_nch(&f); /* the levels' channels */
     struct { const char *name; vx__step_fn fn; int rays; double bytes; } rows[] = {
         /* first: the gradient vx__coarse_setup made is still there (Adam's row consumes it) */
-        {"coarse level: restriction v1", coarse ? vx__coarse_restrict1 : NULL, 0, (double)alive * vx_fit_coarse_nch(&f) * 4},
-        {"coarse level: restriction v2 (fit's)", coarse ? vx__coarse_restrict2 : NULL, 0, (double)alive * vx_fit_coarse_nch(&f) * 4},
+        {"coarse level: restriction v1", coarse ? vx__coarse_restrict1 : NULL, 0, (double)alive * nch * 4},
+        {"coarse level: restriction v2 (fit's)", coarse ? vx__coarse_restrict2 : NULL, 0, (double)alive * nch * 4},
         {"coarse level: Adam + prolongation", coarse ? vx__coarse_apply : NULL, 0,
-         (double)alive * vx_fit_coarse_nch(&f) * 4 * 2 + (double)vx_fit_coarse_entries(&f, 0) * 4 * 6},
+         (double)alive * nch * 4 * 2 + (double)vx_fit_coarse_entries(&f, 0) * 4 * 6},
         {mlp ? "rays, mlp per-ray kernel (device rays)" : "rays v1 (generic, host-drawn rays)",
          mlp ? vx__rays_mlp_per_ray : vx__rays_v1, 1, 0},
         {mlp ? "rays, mlp batched kernel (device rays)" : "rays v2 (SH-specialised, device rays)",
