@@ -221,9 +221,9 @@ __global__ void vx_fit_coarse_adam_kernel(float *step, float *mom, float *var, f
 }
 
 /* The active levels of one step (vx_fit_coarse_apply_cuda): their maps, steps and, with
- * --coarse-decay (lam > 0), their values; ch0, the first row channel they carry. */
+ * --coarse-decay (lam > 0), their values. */
 typedef struct {
-    int n, ch0;
+    int n;
     vx_fit_coarse_map m[VX_FIT_LEVELS];
     const float *step[VX_FIT_LEVELS];
     const float *val[VX_FIT_LEVELS];
@@ -237,11 +237,12 @@ typedef struct {
  * a step on lego's mlp fit from 2.60 to 1.86 ms on the H100, docs/BENCHMARKS.md.) The levels
  * are summed first and added once, so a second level costs its 8 gathers, not another pass
  * over the rows. Channel 0, the density, is left alone unless the levels carry it
- * (--coarse-density, S.ch0 = 0). BLEND (--coarse-decay, S.lam > 0): then each colour
+ * (--coarse-density: CH0 = 0, the levels' first row channel; 1 compiles the kernel as
+ * before the option, 48 registers where a run-time channel took 56). BLEND (--coarse-decay, S.lam > 0): then each colour
  * channel blends toward the levels' values, d + lam (sum_l U_l val_l - d)
  * (vx_fit_coarse_blend, as fit_coarse.c); false compiles the kernel as it was before the
  * decay. n = alive voxels x ng groups of this launch (< 2^32). */
-template <bool BLEND>
+template <bool BLEND, int CH0>
 __global__ void vx_fit_coarse_prolong_kernel(float *data, const unsigned *__restrict__ active, unsigned n, int ng,
                                              int gw, vx_fit_index L, vx_fit_coarse_steps S) {
     unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -251,7 +252,7 @@ __global__ void vx_fit_coarse_prolong_kernel(float *data, const unsigned *__rest
     int x, y, z;
     if (vx_fit_xyz(&L, v, &x, &y, &z)) return;
     float w[8], s[4] = {0.0f, 0.0f, 0.0f, 0.0f}, u[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    int ncc = ng * gw - S.ch0, c0 = (int)q * gw;
+    int ncc = ng * gw - CH0, c0 = (int)q * gw;
 #pragma unroll /* static indices into S: no copy of the parameter struct to local memory */
     for (int l = 0; l < VX_FIT_LEVELS; l++) {
         if (l >= S.n) break;
@@ -260,7 +261,7 @@ __global__ void vx_fit_coarse_prolong_kernel(float *data, const unsigned *__rest
         const float *__restrict__ val = S.val[l];
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            int c = c0 + i - S.ch0; /* the coarse channel of row channel c0 + i */
+            int c = c0 + i - CH0; /* the coarse channel of row channel c0 + i */
             if (i < gw && c >= 0) {
 #pragma unroll
                 for (int j = 0; j < 8; j++) s[i] += w[j] * step[idx[j] * ncc + c];

@@ -57,7 +57,6 @@ static void check(int bricked) {
         std::vector<float> mom[VX_FIT_LEVELS], var[VX_FIT_LEVELS], step[VX_FIT_LEVELS], val[VX_FIT_LEVELS];
         vx_fit_coarse_steps S;
         memset(&S, 0, sizeof S);
-        S.ch0 = ch0;
         if (trial % 2) { /* --coarse-decay: levels keep values from earlier steps */
             f.coarse_decay = (float)uni(0.01, 0.3);
             S.lam = f.coarse_decay;
@@ -100,12 +99,10 @@ static void check(int bricked) {
             if (f.alive[v]) active.push_back((unsigned)v);
         int gw = nc % 4 == 0 ? 4 : 1, ng = nc / gw; /* as vx_fit_coarse_apply_cuda */
         unsigned nt = (unsigned)(active.size() * ng);
-        if (S.lam > 0.0f)
-            vx_emu_launch(dim3((nt + 255) / 256), dim3(256), vx_fit_coarse_prolong_kernel<true>, data.data(),
-                          (const unsigned *)active.data(), nt, ng, gw, L, S);
-        else
-            vx_emu_launch(dim3((nt + 255) / 256), dim3(256), vx_fit_coarse_prolong_kernel<false>, data.data(),
-                          (const unsigned *)active.data(), nt, ng, gw, L, S);
+        /* the instantiation vx_fit_coarse_apply_cuda picks: blend or not, the levels' first channel */
+        auto prolong = ch0 ? (S.lam > 0.0f ? vx_fit_coarse_prolong_kernel<true, 1> : vx_fit_coarse_prolong_kernel<false, 1>)
+                           : (S.lam > 0.0f ? vx_fit_coarse_prolong_kernel<true, 0> : vx_fit_coarse_prolong_kernel<false, 0>);
+        vx_emu_launch(dim3((nt + 255) / 256), dim3(256), prolong, data.data(), (const unsigned *)active.data(), nt, ng, gw, L, S);
         OK(vx_fit_coarse_apply_cpu(&f, &h, lr, lr_sigma));
         for (int l = 0; l < nl; l++) {
             size_t nco = mom[l].size();
