@@ -238,10 +238,10 @@ typedef struct {
  * are summed first and added once, so a second level costs its 8 gathers, not another pass
  * over the rows. Channel 0, the density, is left alone unless the levels carry it
  * (--coarse-density: CH0 = 0, the levels' first row channel; 1 compiles the kernel as
- * before the option, 48 registers where a run-time channel took 56). BLEND (--coarse-decay, S.lam > 0): then each colour
- * channel blends toward the levels' values, d + lam (sum_l U_l val_l - d)
- * (vx_fit_coarse_blend, as fit_coarse.c); false compiles the kernel as it was before the
- * decay. n = alive voxels x ng groups of this launch (< 2^32). */
+ * before the option, 48 registers where a run-time channel took 56). BLEND (--coarse-decay,
+ * S.lam > 0): then each colour channel blends toward the levels' values,
+ * d + lam (sum_l U_l val_l - d) (vx_fit_coarse_blend, as fit_coarse.c); false compiles the
+ * kernel as it was before the decay. n = alive voxels x ng groups of this launch (< 2^32). */
 template <bool BLEND, int CH0>
 __global__ void vx_fit_coarse_prolong_kernel(float *data, const unsigned *__restrict__ active, unsigned n, int ng,
                                              int gw, vx_fit_index L, vx_fit_coarse_steps S) {

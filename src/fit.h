@@ -65,9 +65,10 @@ static inline float vx_fit_lr_coarse_sigma(const vx_fit_hparams *h) {
 }
 
 /* One coarse level of fit --coarse (fit_coarse.h): a dense n[0] x n[1] x n[2] grid of the
- * model's nc-1 colour channels (--coarse-density: all nc channels) over lo..hi. It takes steps only in lattices where its voxel
- * is at least twice the fine one (vx_fit_coarse_active); its Adam bias correction counts
- * from its first step, the model's step t0 + 1 (t0 -1: not yet started). */
+ * model's nc-1 colour channels (--coarse-density: all nc channels) over lo..hi. It takes
+ * steps only in lattices where its voxel is at least twice the fine one
+ * (vx_fit_coarse_active); its Adam bias correction counts from its first step, the model's
+ * step t0 + 1 (t0 -1: not yet started). */
 #define VX_FIT_LEVELS 4
 typedef struct {
     int n[3];
@@ -141,8 +142,9 @@ typedef struct {
                                  * where no gradient holds it (fit_coarse.h); 0: off */
     int coarse_density;         /* fit --coarse-density: the levels carry the density too (nc
                                  * channels an entry from channel 0, not the nc-1 colour
-                                 * channels), their density stepped at the density's step
-                                 * size; 0: off (fit_coarse.h) */
+                                 * channels), their density stepped at
+                                 * vx_fit_lr_coarse_sigma (by default a tenth of the
+                                 * density's step size); 0: off (fit_coarse.h) */
 } vx_fit_model;
 
 /* Bricked storage from per-brick live flags (table order): the slot count (live bricks +

@@ -1,7 +1,8 @@
 /* fit_coarse.h - the coarse levels of `voxray fit --coarse R1[,R2..]`: the colour channels of
  * the fitted grid (--coarse-density: and its density) are their own values plus dense coarse
- * grids' trilinear interpolations, so each step also moves whole regions together (docs/FIT.md, sessions 18 and 21). The fine grid
- * keeps the sum (renderers read it unchanged); only the levels' gradients and moments exist. */
+ * grids' trilinear interpolations, so each step also moves whole regions together
+ * (docs/FIT.md, sessions 18 and 21). The fine grid keeps the sum (renderers read it
+ * unchanged); only the levels' gradients and moments exist. */
 #ifndef VX_FIT_COARSE_H
 #define VX_FIT_COARSE_H
 

@@ -2178,8 +2178,8 @@ static void test_train_coarse_density(void **state) {
         for (size_t v = 0; v < vx_fit_storage_voxels(&f); v++) dens[on] += fabs(f.data[v * f.nc]);
         loss[on] = st.loss_last;
         if (on) assert_true(moved > ne / (size_t)nch / 4); /* most density entries took steps */
-        fprintf(stderr, "coarse level %s density: loss %.5f -> %.5f, |density| %g%s\n", on ? "with" : "without",
-                st.loss_first, st.loss_last, dens[on], on ? "" : "");
+        fprintf(stderr, "coarse level %s density: loss %.5f -> %.5f, |density| %g\n", on ? "with" : "without",
+                st.loss_first, st.loss_last, dens[on]);
         assert_true(st.loss_last < 0.7 * st.loss_first);
         vx_fit_model_free(&f);
     }
