@@ -2401,6 +2401,8 @@ static void test_commands(void **state) {
     assert_int_equal(run_cmd(vx_cmd_fit, cs1), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, cs2), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, cs3), 2);
+    const char *cl1[] = {"fit", dir, "-o", out, "--lr-coarse", "0.02", NULL}; /* no level to step */
+    assert_int_equal(run_cmd(vx_cmd_fit, cl1), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u17), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u18), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u1), 2);

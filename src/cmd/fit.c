@@ -408,6 +408,11 @@ int vx_cmd_fit(int argc, char **argv) {
         goto fail;
     }
     f.coarse_decay = (float)coarse_decay;
+    if (cfg.hp.lr_coarse > 0 && !ncoarse) { /* as --lr-coarse-sigma without its levels: a usage error */
+        vx_fit_model_free(&f);
+        rc = vx_cli_usage_error("fit", "--lr-coarse needs --coarse (no level to take the step)");
+        goto fail;
+    }
     if ((coarse_density && !ncoarse) || (cfg.hp.lr_coarse_sigma > 0 && !coarse_density)) {
         vx_fit_model_free(&f);
         rc = vx_cli_usage_error("fit", coarse_density ? "--coarse-density needs --coarse (the levels that carry the density)"
@@ -433,9 +438,6 @@ int vx_cmd_fit(int argc, char **argv) {
         const vx_fit_level *c = &f.lv[l];
         fprintf(stderr, "fit: coarse level %dx%dx%d x %d channels from stage %d (Adam step %g)\n", c->n[0], c->n[1],
                 c->n[2], vx_fit_coarse_nch(&f), first + 1, cfg.hp.lr_coarse > 0 ? cfg.hp.lr_coarse : cfg.hp.lr_sh);
-    }
-    if (!ncoarse && cfg.hp.lr_coarse > 0) {
-        fprintf(stderr, "voxray: fit: --lr-coarse has no effect without --coarse\n");
     }
     char vdir[4200];
     vx_path_join(out, "val", vdir, sizeof vdir);
