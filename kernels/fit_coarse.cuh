@@ -288,4 +288,14 @@ __global__ void vx_fit_coarse_prolong_kernel(float *data, const unsigned *__rest
     }
 }
 
+/* The prolongation's instantiation for a fit: the blend when --coarse-decay is on (lam > 0),
+ * the levels from row channel 0 when they carry the density (--coarse-density). The launcher
+ * (vx_fit_coarse_apply_cuda) and the emulated test both pick through it. */
+typedef void (*vx_fit_coarse_prolong_fn)(float *, const unsigned *, unsigned, int, int, vx_fit_index,
+                                         vx_fit_coarse_steps);
+static inline vx_fit_coarse_prolong_fn vx_fit_coarse_prolong_pick(float lam, int density) {
+    if (lam > 0.0f) return density ? vx_fit_coarse_prolong_kernel<true, 0> : vx_fit_coarse_prolong_kernel<true, 1>;
+    return density ? vx_fit_coarse_prolong_kernel<false, 0> : vx_fit_coarse_prolong_kernel<false, 1>;
+}
+
 #endif

@@ -69,10 +69,7 @@ extern "C" int vx_fit_coarse_apply_cuda(vx_fit_device *g, const vx_fit_hparams *
         if (!S.val[i]) return vx_error("fit: --coarse-decay: level %d keeps no value on the device", act[i]);
     int gw = g->m.nc % 4 == 0 ? 4 : 1, ng = g->m.nc / gw;
     size_t chunk = ((size_t)1 << 31) / (size_t)ng; /* as the Adam step: 32-bit work indices */
-    /* --coarse-decay: the blend toward the levels' values; --coarse-density: the levels from channel 0 */
-    auto prolong = vx_fit_coarse_prolong_kernel<false, 1>;
-    if (S.lam > 0.0f) prolong = g->m.coarse_density ? vx_fit_coarse_prolong_kernel<true, 0> : vx_fit_coarse_prolong_kernel<true, 1>;
-    else if (g->m.coarse_density) prolong = vx_fit_coarse_prolong_kernel<false, 0>;
+    vx_fit_coarse_prolong_fn prolong = vx_fit_coarse_prolong_pick(S.lam, g->m.coarse_density);
     for (size_t k0 = 0; k0 < g->n_active; k0 += chunk) {
         size_t nk = g->n_active - k0 < chunk ? g->n_active - k0 : chunk, nt = nk * (size_t)ng;
         prolong<<<vx_ceil_div(nt, 256), 256>>>(g->d_data, g->d_active + k0, (unsigned)nt, ng, gw, vx_fitd_index(g), S);

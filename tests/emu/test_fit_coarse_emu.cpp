@@ -99,9 +99,8 @@ static void check(int bricked) {
             if (f.alive[v]) active.push_back((unsigned)v);
         int gw = nc % 4 == 0 ? 4 : 1, ng = nc / gw; /* as vx_fit_coarse_apply_cuda */
         unsigned nt = (unsigned)(active.size() * ng);
-        /* the instantiation vx_fit_coarse_apply_cuda picks: blend or not, the levels' first channel */
-        auto prolong = ch0 ? (S.lam > 0.0f ? vx_fit_coarse_prolong_kernel<true, 1> : vx_fit_coarse_prolong_kernel<false, 1>)
-                           : (S.lam > 0.0f ? vx_fit_coarse_prolong_kernel<true, 0> : vx_fit_coarse_prolong_kernel<false, 0>);
+        /* the instantiation vx_fit_coarse_apply_cuda launches, through its own picker */
+        vx_fit_coarse_prolong_fn prolong = vx_fit_coarse_prolong_pick(S.lam, !ch0);
         vx_emu_launch(dim3((nt + 255) / 256), dim3(256), prolong, data.data(), (const unsigned *)active.data(), nt, ng, gw, L, S);
         OK(vx_fit_coarse_apply_cpu(&f, &h, lr, lr_sigma));
         for (int l = 0; l < nl; l++) {
