@@ -2394,13 +2394,16 @@ static void test_commands(void **state) {
     const char *cd2[] = {"fit", dir, "-o", out, "--coarse", "4", "--coarse-decay", "0.6", NULL};
     assert_int_equal(run_cmd(vx_cmd_fit, cd1), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, cd2), 2);
-    /* --coarse-density: no level to carry it; its step size without it; a negative one */
+    /* --coarse-density: no level to carry it; its step size where the levels carry none (turned
+     * off, or no level at all); a negative one */
     const char *cs1[] = {"fit", dir, "-o", out, "--coarse-density", NULL};
-    const char *cs2[] = {"fit", dir, "-o", out, "--coarse", "4", "--lr-coarse-sigma", "0.1", NULL};
+    const char *cs2[] = {"fit", dir, "-o", out, "--coarse", "4", "--no-coarse-density", "--lr-coarse-sigma", "0.1", NULL};
     const char *cs3[] = {"fit", dir, "-o", out, "--coarse", "4", "--coarse-density", "--lr-coarse-sigma", "-1", NULL};
+    const char *cs4[] = {"fit", dir, "-o", out, "--lr-coarse-sigma", "0.1", NULL};
     assert_int_equal(run_cmd(vx_cmd_fit, cs1), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, cs2), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, cs3), 2);
+    assert_int_equal(run_cmd(vx_cmd_fit, cs4), 2);
     const char *cl1[] = {"fit", dir, "-o", out, "--lr-coarse", "0.02", NULL}; /* no level to step */
     assert_int_equal(run_cmd(vx_cmd_fit, cl1), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, u17), 2);

@@ -4,8 +4,8 @@
 # makes of it: the same image; its float16 file within 1/255; the bricked training equals
 # --dense-train in loss; the coarse levels cut to the crop train as whole ones; coarse-only
 # channels take no steps of their own; --coarse-decay's level values go through the crop and
-# change the fit; --coarse-density's levels carry the density through the crop and change
-# the fit; and the sparse file is far smaller than the dense one.
+# change the fit; the levels carry the density through the crop by default, and
+# --no-coarse-density changes the fit; and the sparse file is far smaller than the dense one.
 # Run by tests/run_tests.sh (VOXRAY set); prints "fit-sparse: N passed, N failed".
 VOXRAY=${VOXRAY:-build/voxray}
 MIC=${VX_MIC:-../shared/data/nerf_synthetic_mic}
@@ -112,18 +112,25 @@ else
     bad "fit --coarse-decay 0.2 failed"; tail -3 "$T/cd.log" "$T/cd0.log"
 fi
 
-# --coarse-density: the levels carry the density through the stage change (cut to the crop)
-# and reach the training: another final loss than the colour-only levels' (cd0 above)
+# the levels carry the density by default (cd0 above: the density line, 16 channels a vertex)
+# through the stage change (cut to the crop); --no-coarse-density leaves it out (15 channels)
+# and ends at another final loss; --lr-coarse-sigma sets the levels' density step
 # shellcheck disable=SC2086
-if OMP_NUM_THREADS=1 $VOXRAY fit "$MIC" -o "$T/cs" $CO --coarse-density --lr-coarse-sigma 0.05 >"$T/cs.log" 2>&1; then
-    grep -q "^fit: the coarse levels carry the density too (Adam step 0.05)" "$T/cs.log" && ok || bad "no coarse-density line"
-    grep -q "^fit: coarse level 12x12x12 x 16 channels" "$T/cs.log" && ok || bad "--coarse-density: the level is not 16 channels"
-    grep -q "^fit: stage 2: coarse level 1 holds" "$T/cs.log" && ok || bad "--coarse-density: no cut level in stage 2"
-    a=$(sed -n 's/.*loss [0-9.e+-]* -> \([0-9.e+-]*\);.*/\1/p' "$T/cs.log")
-    b=$(sed -n 's/.*loss [0-9.e+-]* -> \([0-9.e+-]*\);.*/\1/p' "$T/cd0.log")
-    [ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ] && ok || bad "--coarse-density ends at loss '$a', without it '$b'"
+if OMP_NUM_THREADS=1 $VOXRAY fit "$MIC" -o "$T/cs" $CO --no-coarse-density >"$T/cs.log" 2>&1 &&
+    OMP_NUM_THREADS=1 $VOXRAY fit "$MIC" -o "$T/cs2" $CO --lr-coarse-sigma 0.07 >"$T/cs2.log" 2>&1; then
+    grep -q "^fit: the coarse levels carry the density too (Adam step 0.05)" "$T/cd0.log" && ok ||
+        bad "the default: no coarse-density line"
+    grep -q "^fit: coarse level 12x12x12 x 16 channels" "$T/cd0.log" && ok || bad "the default level is not 16 channels"
+    grep -q "^fit: stage 2: coarse level 1 holds" "$T/cd0.log" && ok || bad "the default: no cut level in stage 2"
+    grep -q "carry the density" "$T/cs.log" && bad "--no-coarse-density: the levels carry the density" || ok
+    grep -q "^fit: coarse level 12x12x12 x 15 channels" "$T/cs.log" && ok || bad "--no-coarse-density: the level is not 15 channels"
+    grep -q "^fit: the coarse levels carry the density too (Adam step 0.07)" "$T/cs2.log" && ok ||
+        bad "--lr-coarse-sigma 0.07: no such step in the log"
+    a=$(sed -n 's/.*loss [0-9.e+-]* -> \([0-9.e+-]*\);.*/\1/p' "$T/cd0.log")
+    b=$(sed -n 's/.*loss [0-9.e+-]* -> \([0-9.e+-]*\);.*/\1/p' "$T/cs.log")
+    [ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ] && ok || bad "the levels with the density end at loss '$a', without it '$b'"
 else
-    bad "fit --coarse-density failed"; tail -3 "$T/cs.log"
+    bad "fit --no-coarse-density or --lr-coarse-sigma 0.07 failed"; tail -3 "$T/cs.log" "$T/cs2.log"
 fi
 
 # bricked training is the dense training: the same final loss (OpenMP sums differ only in

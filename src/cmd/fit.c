@@ -74,7 +74,8 @@ static void vx__fit_usage(FILE *o) {
             "                       levels' values by L (0 to 0.5): the fine residual decays\n"
             "                       where no gradient holds it (default 0: off; docs/FIT.md)\n"
             "  --coarse-density     the levels carry the density too: regions of density move\n"
-            "                       together (default: the colour channels only; docs/FIT.md)\n"
+            "                       together (the default with --coarse; docs/FIT.md)\n"
+            "  --no-coarse-density  the levels carry the colour channels only\n"
             "  --lr-coarse-sigma A  Adam step size of the levels' density (default: a tenth of\n"
             "                       --lr-sigma's)\n"
             "  --no-coarse-cut      keep each level whole over the first stage's box (default: at\n"
@@ -216,7 +217,7 @@ int vx_cmd_fit(int argc, char **argv) {
     vx_fit_config cfg;
     vx_fit_config_default(&cfg);
     int sh = 2, downscale = 1, has_bbox = 0, seed = 1, use_mlp = 0, mlp_layers = 2, coarse[VX_FIT_LEVELS], ncoarse = 0,
-        coarse_cut = 1, coarse_only = 0, coarse_density = 0;
+        coarse_cut = 1, coarse_only = 0, coarse_density = -1; /* -1: on where --coarse is */
     double coarse_decay = 0.0;
     double step = 0.5, lo[3], hi[3], dv;
     vx_backend_kind backend = VX_BACKEND_AUTO;
@@ -305,6 +306,7 @@ int vx_cmd_fit(int argc, char **argv) {
         else if (!strcmp(a, "--coarse-cut")) coarse_cut = 1; /* the default since session 24 */
         else if (!strcmp(a, "--no-coarse-cut")) coarse_cut = 0;
         else if (!strcmp(a, "--coarse-density")) coarse_density = 1;
+        else if (!strcmp(a, "--no-coarse-density")) coarse_density = 0;
         else if (!strcmp(a, "--crop-keep")) bad = vx_parse_double(a, argv[++i], 0, 1, &cfg.crop_keep);
         else if (!strcmp(a, "--write")) {
             if (i + 1 >= argc) return vx_cli_usage_error("fit", "--write needs sparse-half, sparse or dense");
@@ -413,12 +415,15 @@ int vx_cmd_fit(int argc, char **argv) {
         rc = vx_cli_usage_error("fit", "--lr-coarse needs --coarse (no level to take the step)");
         goto fail;
     }
-    if ((coarse_density && !ncoarse) || (cfg.hp.lr_coarse_sigma > 0 && !coarse_density)) {
+    if ((coarse_density == 1 && !ncoarse) || (cfg.hp.lr_coarse_sigma > 0 && (!ncoarse || !coarse_density))) {
         vx_fit_model_free(&f);
-        rc = vx_cli_usage_error("fit", coarse_density ? "--coarse-density needs --coarse (the levels that carry the density)"
-                                                      : "--lr-coarse-sigma needs --coarse-density (no level carries the density)");
+        rc = vx_cli_usage_error("fit", coarse_density == 1 && !ncoarse
+                                           ? "--coarse-density needs --coarse (the levels that carry the density)"
+                                           : "--lr-coarse-sigma needs the levels' density (--coarse, without "
+                                             "--no-coarse-density)");
         goto fail;
     }
+    coarse_density = ncoarse && coarse_density; /* the default: the levels carry the density (FIT.md, session 29) */
     f.coarse_density = coarse_density; /* before the levels: their entries' channel count */
     if (coarse_density)
         fprintf(stderr, "fit: the coarse levels carry the density too (Adam step %g)\n", vx_fit_lr_coarse_sigma(&cfg.hp));
