@@ -25,7 +25,7 @@
 
 static void vx__bench_fit_usage(FILE *o) {
     fprintf(o, "usage: voxray bench fit SCENE DATASET [--batch RAYS] [--steps K] [--downscale F] [--dense]\n"
-               "                       [--coarse R]\n"
+               "                       [--coarse R [--no-coarse-density]]\n"
                "Times the `voxray fit` steps on the CUDA device with SCENE (a scene `voxray fit`\n"
                "wrote: sh or mlp decoder, relu density) as the model and DATASET's training views\n"
                "(every 8th held out, as fit does): median ms per step over K steps (default 20) of\n"
@@ -36,11 +36,12 @@ static void vx__bench_fit_usage(FILE *o) {
                "voxels only (--dense: the whole lattice, as before bricked training). --coarse R adds\n"
                "fit's coarse level (R vertices along the scene box's longest edge; R/8 of the lattice\n"
                "is what a 512^3 fit with --coarse 64 holds) and times its restriction, with every\n"
-               "alive voxel's colour gradient non-zero (the most atomics a step can ask; both\n"
-               "versions of its kernel), and its Adam step with the prolongation; the whole step\n"
-               "then includes them. An mlp scene also gets the batched step with the network's hidden\n"
-               "layers on the tensor cores (fit --mlp-tensor-cores; sm_80 and up) and both steps\n"
-               "kernel by kernel.\n");
+               "alive voxel's gradient non-zero (the most atomics a step can ask; both versions of\n"
+               "its kernel), and its Adam step with the prolongation; the whole step then includes\n"
+               "them. The level carries the density too, as fit's does by default\n"
+               "(--no-coarse-density: the colour channels only). An mlp scene also gets the batched\n"
+               "step with the network's hidden layers on the tensor cores (fit --mlp-tensor-cores;\n"
+               "sm_80 and up) and both steps kernel by kernel.\n");
 }
 
 #ifdef VX_HAVE_CUDA
@@ -212,24 +213,26 @@ static int vx__mlp_breakdown(vx_fit_device *g, vx__bench_ctx *c, int steps, int 
     return 0;
 }
 
-/* --coarse R: the level over the scene's box, and a non-zero colour gradient in every alive
- * voxel (small values, so nothing overflows whatever the rows add to it). */
-static int vx__coarse_setup(vx_fit_model *f, int coarse) {
+/* --coarse R: the level over the scene's box (with the density unless --no-coarse-density, as
+ * fit), and a non-zero gradient in every alive voxel's channels the level reads (small values,
+ * so nothing overflows whatever the rows add to it). */
+static int vx__coarse_setup(vx_fit_model *f, int coarse, int density) {
     if (!coarse) return 0;
+    f->coarse_density = density; /* before the level: its entries' channel count */
     if (vx_fit_coarse_init_cpu(f, coarse)) return -1;
     vx_fit_coarse_map m;
     if (vx_fit_coarse_map_of(f, 0, &m)) return -1;
     size_t nv = vx_fit_storage_voxels(f);
     for (size_t v = 0; v < nv; v++)
         if (f->alive[v])
-            for (int c = 1; c < f->nc; c++) f->grad[v * f->nc + c] = 1e-6f * (float)(1 + (v * 7 + (size_t)c) % 13);
+            for (int c = vx_fit_coarse_ch0(f); c < f->nc; c++) f->grad[v * f->nc + c] = 1e-6f * (float)(1 + (v * 7 + (size_t)c) % 13);
     return 0;
 }
 #endif
 
 int vx_bench_fit(int argc, char **argv) {
     const char *scene = NULL, *dataset = NULL;
-    int batch = 131072, steps = 20, downscale = 1, dense = 0, coarse = 0;
+    int batch = 131072, steps = 20, downscale = 1, dense = 0, coarse = 0, density = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int bad = 0;
@@ -240,6 +243,7 @@ int vx_bench_fit(int argc, char **argv) {
             return 2;
         }
         if (!strcmp(a, "--dense")) dense = 1;
+        else if (!strcmp(a, "--no-coarse-density")) density = 0;
         else if (!strcmp(a, "--batch")) bad = vx_parse_int(a, argv[++i], 1, 1 << 24, &batch);
         else if (!strcmp(a, "--steps")) bad = vx_parse_int(a, argv[++i], 1, 100000, &steps);
         else if (!strcmp(a, "--downscale")) bad = vx_parse_int(a, argv[++i], 1, 64, &downscale);
@@ -252,7 +256,7 @@ int vx_bench_fit(int argc, char **argv) {
     }
     if (!scene || !dataset) { vx__bench_fit_usage(stderr); return 2; }
 #ifndef VX_HAVE_CUDA
-    (void)dense; (void)coarse;
+    (void)dense; (void)coarse; (void)density;
     fprintf(stderr, "voxray bench fit: this voxray was built without CUDA\n");
     return 1;
 #else
@@ -277,7 +281,7 @@ int vx_bench_fit(int argc, char **argv) {
     if (vx__model_from_scene(&s, &f)) goto done;
     res[0] = f.nx; res[1] = f.ny; res[2] = f.nz;
     f.sparse_fit = !dense; /* the identity resample keeps every value and makes the bricks */
-    if ((!dense && vx_fit_resample_cpu(&f, f.box_lo, f.box_hi, res)) || vx__coarse_setup(&f, coarse) ||
+    if ((!dense && vx_fit_resample_cpu(&f, f.box_lo, f.box_hi, res)) || vx__coarse_setup(&f, coarse, density) ||
         vx_dataset_load(dataset, "train", downscale, &all) ||
         vx_dataset_holdout(&all, 8, &train, &held) || vx_fit_batch_alloc(&b, batch) ||
         vx_fit_model_upload_cuda(&g, &f, batch) || vx_fit_views_upload_cuda(g, &train) || vx_fit_update_params_cuda(g, 1e-4f) ||
@@ -293,8 +297,9 @@ int vx_bench_fit(int argc, char **argv) {
            f.table ? "8^3 bricks with alive voxels" : "dense lattice", vx_fit_storage_voxels(&f),
            (double)vx_fit_storage_voxels(&f) * f.nc * 16 / 1073741824.0);
     if (coarse)
-        printf("coarse level: %dx%dx%d x %d channels, every alive voxel's colour gradient non-zero\n", f.lv[0].n[0],
-               f.lv[0].n[1], f.lv[0].n[2], vx_fit_coarse_nch(&f));
+        printf("coarse level: %dx%dx%d x %d channels (%s), every alive voxel's gradient there non-zero\n",
+               f.lv[0].n[0], f.lv[0].n[1], f.lv[0].n[2], vx_fit_coarse_nch(&f),
+               f.coarse_density ? "the density and the colour" : "the colour only, --no-coarse-density");
     int mlp = f.mlp_layers > 0;
     /* the tensor-core rows where the GPU has them (sm_80 and up), said when it has not */
     int tc = mlp && !vx_fit_set_mlp_tc_cuda(g, 1);
