@@ -140,11 +140,12 @@ typedef struct {
                                  * voxels' colour channels blend toward the levels' values,
                                  * f += L (sum_l U_l val_l - f), so the fine residual decays
                                  * where no gradient holds it (fit_coarse.h); 0: off */
-    int coarse_density;         /* fit --coarse-density: the levels carry the density too (nc
-                                 * channels an entry from channel 0, not the nc-1 colour
-                                 * channels), their density stepped at
-                                 * vx_fit_lr_coarse_sigma (by default a tenth of the
-                                 * density's step size); 0: off (fit_coarse.h) */
+    int coarse_density;         /* the levels carry the density too (nc channels an entry
+                                 * from channel 0, not the nc-1 colour channels), their
+                                 * density stepped at vx_fit_lr_coarse_sigma (by default a
+                                 * tenth of the density's step size); 0: off, as a zeroed
+                                 * model starts; `fit` sets it wherever --coarse is given
+                                 * unless --no-coarse-density (fit_coarse.h) */
 } vx_fit_model;
 
 /* Bricked storage from per-brick live flags (table order): the slot count (live bricks +
