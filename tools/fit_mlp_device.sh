@@ -36,6 +36,8 @@
 #              held out 0.5 dB worse by 60 s on the device, not on the CPU)
 #   lego5r     OUTDIR NAME ARGS...: lego (test split) mlp for 5 minutes with ARGS, then `bench
 #              render` on its scene (FP32, tc and fused rows; carry .dev/bin/voxray.gz ... .lego)
+#   levels-ab  OUTDIR NAME: `bench fit --coarse R` on lego scene NAME kept in OUTDIR (by lego5r), the
+#              level with the density (fit's default) and with --no-coarse-density (FIT.md s29)
 #   eval       OUTDIR SCENE DATASET NAME: `voxray eval` of a scene kept on the warm device (e.g. in
 #              .runs/) on DATASET's test split, the log as NAME.eval.log: lego's 200 test views in
 #              two carries (.legoA, .legoB: views 0-99 and 100-199 with transforms_train.json)
@@ -50,7 +52,7 @@
 # after the step, so give each variant its own OUTDIR. Each fit adds its row (fit_summary.sh,
 # as fit_compare.sh writes them) to OUTDIR/summary.md.
 set -u
-step=${1:?usage: tools/fit_mlp_device.sh check|check-sh|level5|rbg5|md1b|render-tc|tests-mic5|cut-ab|lego5r|eval|pyr5|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
+step=${1:?usage: tools/fit_mlp_device.sh check|check-sh|level5|rbg5|md1b|render-tc|tests-mic5|cut-ab|lego5r|levels-ab|eval|pyr5|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
 out=${2:?usage: tools/fit_mlp_device.sh STEP OUTDIR [fit args]}
 shift 2
 BIN=${BIN:-.dev/bin}
@@ -90,13 +92,14 @@ fit() { # NAME DATASET SECONDS ARGS...
     [ -f "$out/summary.md" ] || sh "$here/fit_summary.sh" --header > "$out/summary.md"
     sh "$here/fit_summary.sh" "$out/$name.fit.log" "$name" "$* $extra" "$(( $(date +%s) - t0 ))" | tee -a "$out/summary.md"
 }
-bench_level() { # NAME LOG: `bench fit` on run NAME's scene with the level it was fitted with
-    # (R = its last lattice's longest edge / 8, as the fit's --coarse 64 over a 512 lattice)
-    local r
-    r=$(grep '^fit: *stage [0-9]' "$out/$1.fit.log" | tail -n 1 |
+bench_level() { # NAME LOG [ARGS]: `bench fit` on run NAME's scene with the level it was fitted
+    # with (R = its last lattice's longest edge / 8, as the fit's --coarse 64 over a 512 lattice)
+    local r name=$1 blog=$2
+    shift 2
+    r=$(grep '^fit: *stage [0-9]' "$out/$name.fit.log" | tail -n 1 |
         awk '{ split($4, n, "x"); m = n[1]; if (n[2] > m) m = n[2]; if (n[3] > m) m = n[3]; print int(m / 8) }')
-    echo "-- bench fit on the scene, --coarse $r"
-    "$VOXRAY" bench fit "$out/$1" .lego --coarse "$r" --steps 10 --batch 65536 2>&1 | tee "$out/$2"
+    echo "-- bench fit on the scene, --coarse $r $*"
+    "$VOXRAY" bench fit "$out/$name" .lego --coarse "$r" --steps 10 --batch 65536 "$@" 2>&1 | tee "$out/$blog"
 }
 render_bar() { # NAME LOG: `bench render` on run NAME's scene at 800x800 (the issue's 100 frames/s
     # bar, fused and deferred rows) and its size on disk
@@ -195,6 +198,12 @@ eval)
 pyr5)
     gpu_tests 'test_coarse*' test_coarse.log
     fit lego300-pyr .lego 300 $mlp --val-split test --coarse 64,128 --mlp-dir-degree 1
+    ;;
+levels-ab)
+    name=${1:?levels-ab: NAME (a lego scene lego5r kept in OUTDIR)}
+    [ -f "$out/$name.fit.log" ] || { echo "levels-ab: no $out/$name.fit.log (not kept on this machine?)"; exit 1; }
+    bench_level "$name" "bench_fit_$name.log" || exit 1
+    bench_level "$name" "bench_fit_${name}_nod.log" --no-coarse-density
     ;;
 mic5) fit mic300-mlpb .mic 300 $mlp ;;
 lego5) fit lego300-mlpb .lego 300 $mlp --val-split test ;;
