@@ -99,7 +99,10 @@ bench_level() { # NAME LOG [ARGS]: `bench fit` on run NAME's scene with the leve
     r=$(grep '^fit: *stage [0-9]' "$out/$name.fit.log" | tail -n 1 |
         awk '{ split($4, n, "x"); m = n[1]; if (n[2] > m) m = n[2]; if (n[3] > m) m = n[3]; print int(m / 8) }')
     echo "-- bench fit on the scene, --coarse $r $*"
-    "$VOXRAY" bench fit "$out/$name" .lego --coarse "$r" --steps 10 --batch 65536 "$@" 2>&1 | tee "$out/$blog"
+    "$VOXRAY" bench fit "$out/$name" .lego --coarse "$r" --steps 10 --batch 65536 "$@" > "$out/$blog" 2>&1
+    local rc=$? # bench fit's own status, not a pipe's
+    cat "$out/$blog"
+    return $rc
 }
 render_bar() { # NAME LOG: `bench render` on run NAME's scene at 800x800 (the issue's 100 frames/s
     # bar, fused and deferred rows) and its size on disk
