@@ -232,7 +232,7 @@ static int vx__coarse_setup(vx_fit_model *f, int coarse, int density) {
 
 int vx_bench_fit(int argc, char **argv) {
     const char *scene = NULL, *dataset = NULL;
-    int batch = 131072, steps = 20, downscale = 1, dense = 0, coarse = 0, density = 1;
+    int batch = 131072, steps = 20, downscale = 1, dense = 0, coarse = 0, density = VX_FIT_COARSE_DENSITY_DEFAULT;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int bad = 0;

@@ -57,6 +57,9 @@ VX_HD float vx_fit_coarse_blend(float d, float u, float lam) { return fmaf(lam, 
  * res vertices along the box's longest edge (fewer along shorter ones, at least 2), zero
  * gradient and moments, not yet started. */
 int vx_fit_coarse_init_cpu(vx_fit_model *f, int res);
+/* Whether `fit --coarse` and `bench fit --coarse` put the density on the levels when neither
+ * --coarse-density nor --no-coarse-density is given (docs/FIT.md, session 29). */
+#define VX_FIT_COARSE_DENSITY_DEFAULT 1
 /* The first channel the levels carry (0 with --coarse-density, else 1: the colour
  * channels) and how many, the channels of an entry. */
 static inline int vx_fit_coarse_ch0(const vx_fit_model *f) { return f->coarse_density ? 0 : 1; }

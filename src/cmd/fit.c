@@ -217,7 +217,7 @@ int vx_cmd_fit(int argc, char **argv) {
     vx_fit_config cfg;
     vx_fit_config_default(&cfg);
     int sh = 2, downscale = 1, has_bbox = 0, seed = 1, use_mlp = 0, mlp_layers = 2, coarse[VX_FIT_LEVELS], ncoarse = 0,
-        coarse_cut = 1, coarse_only = 0, coarse_density = -1; /* -1: on where --coarse is */
+        coarse_cut = 1, coarse_only = 0, coarse_density = -1; /* -1: not given */
     double coarse_decay = 0.0;
     double step = 0.5, lo[3], hi[3], dv;
     vx_backend_kind backend = VX_BACKEND_AUTO;
@@ -415,7 +415,8 @@ int vx_cmd_fit(int argc, char **argv) {
         rc = vx_cli_usage_error("fit", "--lr-coarse needs --coarse (no level to take the step)");
         goto fail;
     }
-    if ((coarse_density == 1 && !ncoarse) || (cfg.hp.lr_coarse_sigma > 0 && (!ncoarse || !coarse_density))) {
+    int density = coarse_density < 0 ? VX_FIT_COARSE_DENSITY_DEFAULT : coarse_density;
+    if ((coarse_density == 1 && !ncoarse) || (cfg.hp.lr_coarse_sigma > 0 && (!ncoarse || !density))) {
         vx_fit_model_free(&f);
         rc = vx_cli_usage_error("fit", coarse_density == 1 && !ncoarse
                                            ? "--coarse-density needs --coarse (the levels that carry the density)"
@@ -423,9 +424,8 @@ int vx_cmd_fit(int argc, char **argv) {
                                              "--no-coarse-density)");
         goto fail;
     }
-    coarse_density = ncoarse && coarse_density; /* the default: the levels carry the density (FIT.md, session 29) */
-    f.coarse_density = coarse_density; /* before the levels: their entries' channel count */
-    if (coarse_density)
+    f.coarse_density = ncoarse && density; /* before the levels: their entries' channel count */
+    if (f.coarse_density)
         fprintf(stderr, "fit: the coarse levels carry the density too (Adam step %g)\n", vx_fit_lr_coarse_sigma(&cfg.hp));
     if (coarse_decay > 0)
         fprintf(stderr, "fit: the colour channels blend toward the coarse levels by %g a step\n", coarse_decay);
