@@ -259,7 +259,7 @@ extern "C" int vx_fit_model_upload_cuda(vx_fit_device **out, const vx_fit_model 
     g->m.mp.occ_b = 0; /* occupancy is rebuilt on the device by vx_fit_occupancy_build_cuda */
     g->max_batch = max_batch;
     g->version = 2;
-    g->coarse_version = 2; /* 0.35 ms a step against version 1's 0.94 on lego's fine stage (docs/BENCHMARKS.md, session 20) */
+    g->coarse_version = VX_FIT_COARSE_VERSION_DEFAULT; /* docs/BENCHMARKS.md: v2 0.35 ms a step against v1's 0.94 (session 20) */
     g->mlp_kernel = 2; /* batched: 34x the per-ray kernel's rays/s (docs/BENCHMARKS.md, session 14) */
     if (vx__create(g, f, max_batch)) { vx_fit_model_free_cuda(g); return -1; }
     *out = g;
@@ -304,7 +304,7 @@ extern "C" void vx_fit_timings_cuda(vx_fit_device *g, double ms[VX_FIT_PROF_N]) 
 }
 
 extern "C" int vx_fit_set_coarse_version_cuda(vx_fit_device *g, int version) {
-    if (version != 1 && version != 2) return vx_error("fit: coarse restriction version %d (1 or 2)", version);
+    if (version < 1 || version > 3) return vx_error("fit: coarse restriction version %d (1, 2 or 3)", version);
     g->coarse_version = version;
     return 0;
 }

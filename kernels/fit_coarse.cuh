@@ -192,6 +192,125 @@ __global__ void __launch_bounds__(512, 3) vx_fit_coarse_restrict2_kernel(const f
     }
 }
 
+/* The active levels of one restriction (version 3): their maps and gradients, in level
+ * order, the first n of them used. */
+typedef struct {
+    int n;
+    vx_fit_coarse_map m[VX_FIT_LEVELS];
+    float *grad[VX_FIT_LEVELS];
+} vx_fit_coarse_grads;
+
+/* Version 3 of the restriction: version 2's sums for every active level in one launch, so
+ * the brick's gradient is read from memory once a step instead of once a level (lego's two
+ * levels read 0.58 GB of gradient each, session 29's level column 1.87 ms a step). An
+ * x-pass thread parks its row's 8 values in shared memory for the levels; the weights,
+ * origins, extents and lattices of all levels sit there side by side, and each level runs
+ * version 2's three barriered passes in turn through the same t1 and t2 (the level loop not
+ * unrolled: ptxas sm_90 40 registers, no spills). Same launch as versions 1 and 2. */
+__global__ void __launch_bounds__(512, 3) vx_fit_coarse_restrict3_kernel(const float *__restrict__ grad,
+                                                                    const unsigned char *__restrict__ alive,
+                                                                    vx_fit_index L, int nc, int ch0, int tx, int ty,
+                                                                    vx_fit_coarse_grads G) {
+    __shared__ int s_org[VX_FIT_LEVELS][3], s_ext[VX_FIT_LEVELS][3], s_n[VX_FIT_LEVELS][2];
+    __shared__ float *s_cg[VX_FIT_LEVELS];
+    __shared__ float s_w[VX_FIT_LEVELS][3][VX_FC_W][VX_BRICK];
+    __shared__ float t1[VX_BRICK * VX_BRICK][VX_FC_W][VX_FC_CH]; /* (z, y), I, c */
+    __shared__ float t2[VX_BRICK][VX_FC_W][VX_FC_W][VX_FC_CH];   /* z, J, I, c */
+    __shared__ float s_gv[VX_BRICK][512];                        /* x, thread: the pass's values */
+    int t = threadIdx.x, tiles[2] = {tx, ty}, o[3];
+    vx_fc_brick_origin(&L, blockIdx.x, tiles, o);
+    for (int i = t; i < VX_FIT_LEVELS * 3 * VX_FC_W * VX_BRICK; i += blockDim.x) (&s_w[0][0][0][0])[i] = 0.0f;
+    __syncthreads();
+    if (t < 3 * G.n) { /* thread (level, axis) */
+        int l = t / 3, a = t % 3, n = a == 0 ? L.nx : a == 1 ? L.ny : L.nz, k0, kl, k;
+        const vx_fit_coarse_map *cm = &G.m[0];
+        float *cg = G.grad[0];
+#pragma unroll /* static indices into G: no copy of the parameter struct to local memory */
+        for (int j = 1; j < VX_FIT_LEVELS; j++)
+            if (l == j) cm = &G.m[j], cg = G.grad[j];
+        if (a < 2) s_n[l][a] = cm->n[a];
+        if (a == 0) s_cg[l] = cg;
+        float f;
+        vx_fit_coarse_axis(cm, a, o[a], &k0, &f);
+        vx_fit_coarse_axis(cm, a, vx_mini(o[a] + VX_BRICK - 1, n - 1), &kl, &f);
+        s_org[l][a] = k0;
+        s_ext[l][a] = kl + 2 - k0;
+        for (int i = 0; i < VX_BRICK && o[a] + i < n; i++) {
+            vx_fit_coarse_axis(cm, a, o[a] + i, &k, &f);
+            s_w[l][a][k - k0][i] = 1.0f - f;
+            s_w[l][a][k - k0 + 1][i] = f;
+        }
+    }
+    __syncthreads();
+    int ncc = nc - ch0;
+    for (int c0 = 0; c0 < ncc; c0 += VX_FC_CH) {
+        /* x-pass thread = row (z, y) and channel: its 8 values, read from memory once for every
+         * level and kept in shared memory (in registers through the level loop they spilled) */
+        int r = t / VX_FC_CH, cx = t % VX_FC_CH;
+        {
+            int y = r % VX_BRICK, z = r / VX_BRICK;
+            int ok = c0 + cx < ncc && o[1] + y < L.ny && o[2] + z < L.nz;
+            size_t vb = L.table ? ((size_t)blockIdx.x + 1) * VX_BRICK_VOXELS + (size_t)r * VX_BRICK
+                                : ((size_t)(o[2] + z) * L.ny + (o[1] + y)) * L.nx + o[0];
+#pragma unroll
+            for (int x = 0; x < VX_BRICK; x++) {
+                size_t v = vb + x;
+                s_gv[x][t] = ok && o[0] + x < L.nx && alive[v] ? grad[v * nc + ch0 + c0 + cx] : 0.0f;
+            }
+        }
+#pragma unroll 1 /* the level's constants from shared memory: no unrolled copies to hold registers */
+        for (int l = 0; l < G.n; l++) {
+            int e0 = s_ext[l][0], e1 = s_ext[l][1], e2 = s_ext[l][2];
+            { /* x: the thread's own row, so no barrier before it */
+                float gv[VX_BRICK];
+#pragma unroll
+                for (int x = 0; x < VX_BRICK; x++) gv[x] = s_gv[x][t];
+                for (int i = 0; i < e0; i++) {
+                    float a = 0.0f;
+#pragma unroll
+                    for (int x = 0; x < VX_BRICK; x++) a += s_w[l][0][i][x] * gv[x];
+                    t1[r][i][cx] = a;
+                }
+            }
+            __syncthreads();
+            if (t < VX_BRICK * VX_FC_W * VX_FC_CH) { /* y: thread = (z, I, channel) */
+                int c = t % VX_FC_CH, i = (t / VX_FC_CH) % VX_FC_W, z = t / (VX_FC_CH * VX_FC_W);
+                if (i < e0) {
+                    float tv[VX_BRICK];
+#pragma unroll
+                    for (int y = 0; y < VX_BRICK; y++) tv[y] = t1[z * VX_BRICK + y][i][c];
+                    for (int j = 0; j < e1; j++) {
+                        float a = 0.0f;
+#pragma unroll
+                        for (int y = 0; y < VX_BRICK; y++) a += s_w[l][1][j][y] * tv[y];
+                        t2[z][j][i][c] = a;
+                    }
+                }
+            }
+            __syncthreads();
+            if (t < VX_FC_W * VX_FC_W * VX_FC_CH) { /* z: thread = (J, I, channel), then the atomics */
+                int c = t % VX_FC_CH, i = (t / VX_FC_CH) % VX_FC_W, j = t / (VX_FC_CH * VX_FC_W);
+                if (c0 + c < ncc && i < e0 && j < e1) {
+                    float tv[VX_BRICK];
+#pragma unroll
+                    for (int z = 0; z < VX_BRICK; z++) tv[z] = t2[z][j][i][c];
+                    float *cg = s_cg[l];
+                    for (int k = 0; k < e2; k++) {
+                        float a = 0.0f;
+#pragma unroll
+                        for (int z = 0; z < VX_BRICK; z++) a += s_w[l][2][k][z] * tv[z];
+                        if (a != 0.0f)
+                            atomicAdd(cg + ((((size_t)(s_org[l][2] + k) * s_n[l][1] + s_org[l][1] + j) * s_n[l][0] +
+                                             s_org[l][0] + i) * ncc + c0 + c),
+                                      a);
+                    }
+                }
+            }
+            __syncthreads(); /* t1 and t2 are rewritten by the next level or pass */
+        }
+    }
+}
+
 /* fit --coarse-only C: the alive voxels' gradient in the last C colour channels is zeroed
  * once the restriction has read it, so those channels move with the levels only (the twin
  * of the end of vx_fit_coarse_restrict_cpu). One thread per (alive voxel, channel); n =

@@ -25,7 +25,7 @@
 
 static void vx__bench_fit_usage(FILE *o) {
     fprintf(o, "usage: voxray bench fit SCENE DATASET [--batch RAYS] [--steps K] [--downscale F] [--dense]\n"
-               "                       [--coarse R [--no-coarse-density]]\n"
+               "                       [--coarse R1[,R2..] [--no-coarse-density]]\n"
                "Times the `voxray fit` steps on the CUDA device with SCENE (a scene `voxray fit`\n"
                "wrote: sh or mlp decoder, relu density) as the model and DATASET's training views\n"
                "(every 8th held out, as fit does): median ms per step over K steps (default 20) of\n"
@@ -35,10 +35,10 @@ static void vx__bench_fit_usage(FILE *o) {
                "The model is held as training holds it after the first stage: 8^3 bricks with alive\n"
                "voxels only (--dense: the whole lattice, as before bricked training). --coarse R adds\n"
                "fit's coarse level (R vertices along the scene box's longest edge; R/8 of the lattice\n"
-               "is what a 512^3 fit with --coarse 64 holds) and times its restriction, with every\n"
-               "alive voxel's gradient non-zero (the most atomics a step can ask; both versions of\n"
-               "its kernel), and its Adam step with the prolongation; the whole step then includes\n"
-               "them. The level carries the density too, as fit's does by default\n"
+               "is what a 512^3 fit with --coarse 64 holds; R1,R2,.. one level each, as fit) and times\n"
+               "their restriction, with every alive voxel's gradient non-zero (the most atomics a step\n"
+               "can ask; each version of its kernel), and their Adam steps with the prolongation; the\n"
+               "whole step then includes them. The levels carry the density too, as fit's do by default\n"
                "(--no-coarse-density: the colour channels only). An mlp scene also gets the batched\n"
                "step with the network's hidden layers on the tensor cores (fit --mlp-tensor-cores;\n"
                "sm_80 and up) and both steps kernel by kernel.\n");
@@ -153,11 +153,12 @@ static int vx__adam(vx_fit_device *g, void *ctx, int k) {
  * rate (the model does not move; the kernels' work does not depend on the values). */
 static int vx__coarse_restrict(vx_fit_device *g, int version) {
     int rc = vx_fit_set_coarse_version_cuda(g, version) || vx_fit_coarse_restrict_cuda(g);
-    vx_fit_set_coarse_version_cuda(g, 2); /* fit's default again */
+    vx_fit_set_coarse_version_cuda(g, VX_FIT_COARSE_VERSION_DEFAULT);
     return rc;
 }
 static int vx__coarse_restrict1(vx_fit_device *g, void *ctx, int k) { (void)ctx; (void)k; return vx__coarse_restrict(g, 1); }
 static int vx__coarse_restrict2(vx_fit_device *g, void *ctx, int k) { (void)ctx; (void)k; return vx__coarse_restrict(g, 2); }
+static int vx__coarse_restrict3(vx_fit_device *g, void *ctx, int k) { (void)ctx; (void)k; return vx__coarse_restrict(g, 3); }
 static int vx__coarse_apply(vx_fit_device *g, void *ctx, int k) {
     vx__bench_ctx *c = ctx;
     (void)k;
@@ -213,15 +214,16 @@ static int vx__mlp_breakdown(vx_fit_device *g, vx__bench_ctx *c, int steps, int 
     return 0;
 }
 
-/* --coarse R: the level over the scene's box (with the density unless --no-coarse-density, as
- * fit), and a non-zero gradient in every alive voxel's channels the level reads (small values,
- * so nothing overflows whatever the rows add to it). */
-static int vx__coarse_setup(vx_fit_model *f, int coarse, int density) {
-    if (!coarse) return 0;
-    f->coarse_density = density; /* before the level: its entries' channel count */
-    if (vx_fit_coarse_init_cpu(f, coarse)) return -1;
-    vx_fit_coarse_map m;
-    if (vx_fit_coarse_map_of(f, 0, &m)) return -1;
+/* --coarse R1[,R2..]: the levels over the scene's box (with the density unless
+ * --no-coarse-density, as fit), and a non-zero gradient in every alive voxel's channels the
+ * levels read (small values, so nothing overflows whatever the rows add to it). */
+static int vx__coarse_setup(vx_fit_model *f, const int *coarse, int ncoarse, int density) {
+    if (!ncoarse) return 0;
+    f->coarse_density = density; /* before the levels: their entries' channel count */
+    for (int l = 0; l < ncoarse; l++) {
+        vx_fit_coarse_map m;
+        if (vx_fit_coarse_init_cpu(f, coarse[l]) || vx_fit_coarse_map_of(f, l, &m)) return -1;
+    }
     size_t nv = vx_fit_storage_voxels(f);
     for (size_t v = 0; v < nv; v++)
         if (f->alive[v])
@@ -230,9 +232,25 @@ static int vx__coarse_setup(vx_fit_model *f, int coarse, int density) {
 }
 #endif
 
+/* "R1[,R2..]": up to VX_FIT_LEVELS resolutions of 2..1024. */
+static int vx__parse_levels(const char *s, int res[VX_FIT_LEVELS], int *n) {
+    *n = 0;
+    for (const char *p = s;; p++) {
+        char *end;
+        long r = strtol(p, &end, 10);
+        if (end == p || r < 2 || r > 1024 || (*end && *end != ','))
+            return vx_error("--coarse '%s': expected R1[,R2..], each 2..1024", s);
+        if (*n == VX_FIT_LEVELS) return vx_error("--coarse '%s': at most %d levels", s, VX_FIT_LEVELS);
+        res[(*n)++] = (int)r;
+        if (!*end) return 0;
+        p = end;
+    }
+}
+
 int vx_bench_fit(int argc, char **argv) {
     const char *scene = NULL, *dataset = NULL;
     int batch = 131072, steps = 20, downscale = 1, dense = 0, coarse = 0, density = VX_FIT_COARSE_DENSITY_DEFAULT;
+    int levels[VX_FIT_LEVELS];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int bad = 0;
@@ -247,7 +265,7 @@ int vx_bench_fit(int argc, char **argv) {
         else if (!strcmp(a, "--batch")) bad = vx_parse_int(a, argv[++i], 1, 1 << 24, &batch);
         else if (!strcmp(a, "--steps")) bad = vx_parse_int(a, argv[++i], 1, 100000, &steps);
         else if (!strcmp(a, "--downscale")) bad = vx_parse_int(a, argv[++i], 1, 64, &downscale);
-        else if (!strcmp(a, "--coarse")) bad = vx_parse_int(a, argv[++i], 2, 1024, &coarse);
+        else if (!strcmp(a, "--coarse")) bad = vx__parse_levels(argv[++i], levels, &coarse); /* coarse: how many */
         else if (a[0] == '-' && a[1]) { fprintf(stderr, "voxray bench fit: unknown option '%s'\n", a); return 2; }
         else if (!scene) scene = a;
         else if (!dataset) dataset = a;
@@ -256,7 +274,7 @@ int vx_bench_fit(int argc, char **argv) {
     }
     if (!scene || !dataset) { vx__bench_fit_usage(stderr); return 2; }
 #ifndef VX_HAVE_CUDA
-    (void)dense; (void)coarse; (void)density;
+    (void)dense; (void)coarse; (void)density; (void)levels;
     fprintf(stderr, "voxray bench fit: this voxray was built without CUDA\n");
     return 1;
 #else
@@ -281,7 +299,7 @@ int vx_bench_fit(int argc, char **argv) {
     if (vx__model_from_scene(&s, &f)) goto done;
     res[0] = f.nx; res[1] = f.ny; res[2] = f.nz;
     f.sparse_fit = !dense; /* the identity resample keeps every value and makes the bricks */
-    if ((!dense && vx_fit_resample_cpu(&f, f.box_lo, f.box_hi, res)) || vx__coarse_setup(&f, coarse, density) ||
+    if ((!dense && vx_fit_resample_cpu(&f, f.box_lo, f.box_hi, res)) || vx__coarse_setup(&f, levels, coarse, density) ||
         vx_dataset_load(dataset, "train", downscale, &all) ||
         vx_dataset_holdout(&all, 8, &train, &held) || vx_fit_batch_alloc(&b, batch) ||
         vx_fit_model_upload_cuda(&g, &f, batch) || vx_fit_views_upload_cuda(g, &train) || vx_fit_update_params_cuda(g, 1e-4f) ||
@@ -296,10 +314,13 @@ int vx_bench_fit(int argc, char **argv) {
     printf("storage: %s, %zu voxel entries, %.2f GiB of parameters, gradient and moments\n",
            f.table ? "8^3 bricks with alive voxels" : "dense lattice", vx_fit_storage_voxels(&f),
            (double)vx_fit_storage_voxels(&f) * f.nc * 16 / 1073741824.0);
-    if (coarse)
-        printf("coarse level: %dx%dx%d x %d channels (%s), every alive voxel's gradient there non-zero\n",
-               f.lv[0].n[0], f.lv[0].n[1], f.lv[0].n[2], vx_fit_coarse_nch(&f),
+    size_t coarse_entries = 0; /* all levels' */
+    for (int l = 0; l < coarse; l++) {
+        printf("coarse level %d: %dx%dx%d x %d channels (%s), every alive voxel's gradient there non-zero\n", l,
+               f.lv[l].n[0], f.lv[l].n[1], f.lv[l].n[2], vx_fit_coarse_nch(&f),
                f.coarse_density ? "the density and the colour" : "the colour only, --no-coarse-density");
+        coarse_entries += vx_fit_coarse_entries(&f, l);
+    }
     int mlp = f.mlp_layers > 0;
     /* the tensor-core rows where the GPU has them (sm_80 and up), said when it has not */
     int tc = mlp && !vx_fit_set_mlp_tc_cuda(g, 1);
@@ -311,12 +332,19 @@ int vx_bench_fit(int argc, char **argv) {
     printf("copy bandwidth (device to device, read + write): %.0f GB/s\n", copy_gbs);
     printf("  %-46s %10s %14s %10s\n", "step", "ms/step", "rays/s", "GB/s");
     int nch = vx_fit_coarse_nch(&f); /* the levels' channels */
+    char rname[3][64]; /* the restriction's rows, fit's version marked */
+    for (int v = 1; v <= 3; v++)
+        snprintf(rname[v - 1], sizeof rname[0], "coarse levels: restriction v%d%s%s", v,
+                 v == 3 ? " (one launch)" : coarse > 1 ? " (a launch each)" : "",
+                 v == VX_FIT_COARSE_VERSION_DEFAULT ? " (fit's)" : "");
+    double grad_bytes = (double)alive * nch * 4; /* the levels' gradient, read once */
     struct { const char *name; vx__step_fn fn; int rays; double bytes; } rows[] = {
         /* first: the gradient vx__coarse_setup made is still there (Adam's row consumes it) */
-        {"coarse level: restriction v1", coarse ? vx__coarse_restrict1 : NULL, 0, (double)alive * nch * 4},
-        {"coarse level: restriction v2 (fit's)", coarse ? vx__coarse_restrict2 : NULL, 0, (double)alive * nch * 4},
-        {"coarse level: Adam + prolongation", coarse ? vx__coarse_apply : NULL, 0,
-         (double)alive * nch * 4 * 2 + (double)vx_fit_coarse_entries(&f, 0) * 4 * 6},
+        {rname[0], coarse ? vx__coarse_restrict1 : NULL, 0, grad_bytes * coarse},
+        {rname[1], coarse ? vx__coarse_restrict2 : NULL, 0, grad_bytes * coarse},
+        {rname[2], coarse ? vx__coarse_restrict3 : NULL, 0, grad_bytes},
+        {"coarse levels: Adam + prolongation", coarse ? vx__coarse_apply : NULL, 0,
+         grad_bytes * 2 + (double)coarse_entries * 4 * 6},
         {mlp ? "rays, mlp per-ray kernel (device rays)" : "rays v1 (generic, host-drawn rays)",
          mlp ? vx__rays_mlp_per_ray : vx__rays_v1, 1, 0},
         {mlp ? "rays, mlp batched kernel (device rays)" : "rays v2 (SH-specialised, device rays)",
@@ -341,8 +369,9 @@ int vx_bench_fit(int argc, char **argv) {
     }
     printf("(Adam's GB/s counts parameters, gradient and both moments, each read and written)\n");
     if (coarse)
-        printf("(the level's GB/s: the restriction reads the colour gradient once; the prolongation reads and writes\n"
-               " the colour parameters, the coarse Adam step reads and writes its step and both moments)\n");
+        printf("(the levels' GB/s: the restriction reads the levels' channels of the gradient once a launch, v1\n"
+               " and v2 once a level; the prolongation reads and writes those channels of the parameters, the\n"
+               " coarse Adam steps read and write their steps and both moments)\n");
     if (mlp && (vx__mlp_breakdown(g, &ctx, steps, f.mlp_layers, 0) || (tc && vx__mlp_breakdown(g, &ctx, steps, f.mlp_layers, 1))))
         goto done;
     rc = 0;

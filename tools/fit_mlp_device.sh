@@ -36,8 +36,9 @@
 #              held out 0.5 dB worse by 60 s on the device, not on the CPU)
 #   lego5r     OUTDIR NAME ARGS...: lego (test split) mlp for 5 minutes with ARGS, then `bench
 #              render` on its scene (FP32, tc and fused rows; carry .dev/bin/voxray.gz ... .lego)
-#   levels-ab  OUTDIR NAME: `bench fit --coarse R` on lego scene NAME kept in OUTDIR (by lego5r), the
-#              level with the density (fit's default) and with --no-coarse-density (FIT.md s29)
+#   levels-ab  OUTDIR NAME: `bench fit --coarse R1,R2` on lego scene NAME kept in OUTDIR (by lego5r),
+#              the recipe's two levels with the density (fit's default) and with --no-coarse-density
+#              (FIT.md s29): the restriction's three versions, v3 all levels in one launch
 #   eval       OUTDIR SCENE DATASET NAME: `voxray eval` of a scene kept on the warm device (e.g. in
 #              .runs/) on DATASET's test split, the log as NAME.eval.log: lego's 200 test views in
 #              two carries (.legoA, .legoB: views 0-99 and 100-199 with transforms_train.json)
@@ -92,12 +93,14 @@ fit() { # NAME DATASET SECONDS ARGS...
     [ -f "$out/summary.md" ] || sh "$here/fit_summary.sh" --header > "$out/summary.md"
     sh "$here/fit_summary.sh" "$out/$name.fit.log" "$name" "$* $extra" "$(( $(date +%s) - t0 ))" | tee -a "$out/summary.md"
 }
-bench_level() { # NAME LOG [ARGS]: `bench fit` on run NAME's scene with the level it was fitted
-    # with (R = its last lattice's longest edge / 8, as the fit's --coarse 64 over a 512 lattice)
+bench_level() { # NAME LOG [ARGS]: `bench fit` on run NAME's scene with the recipe's two levels
+    # (R = its last lattice's longest edge / 8 and / 4, as the fit's --coarse 64,128 over a 512
+    # lattice; BENCH_LEVELS=1: the first only, the rows of sessions 20-29)
     local r name=$1 blog=$2
     shift 2
-    r=$(grep '^fit: *stage [0-9]' "$out/$name.fit.log" | tail -n 1 |
-        awk '{ split($4, n, "x"); m = n[1]; if (n[2] > m) m = n[2]; if (n[3] > m) m = n[3]; print int(m / 8) }')
+    r=$(grep -E '^fit: +stage [0-9]+ ' "$out/$name.fit.log" | tail -n 1 | # the report's row, not "stage N:"
+        awk -v two="${BENCH_LEVELS:-2}" '{ split($4, n, "x"); m = n[1]; if (n[2] > m) m = n[2]; if (n[3] > m) m = n[3];
+            if (two == 1) print int(m / 8); else print int(m / 8) "," int(m / 4) }')
     echo "-- bench fit on the scene, --coarse $r $*"
     "$VOXRAY" bench fit "$out/$name" .lego --coarse "$r" --steps 10 --batch 65536 "$@" > "$out/$blog" 2>&1
     local rc=$? # bench fit's own status, not a pipe's
@@ -156,7 +159,7 @@ check-sh)
 level5)
     gpu_tests 'test_coarse*' test_coarse.log
     fit lego300-mc64 .lego 300 $mlp --val-split test --coarse 64 || exit 1
-    bench_level lego300-mc64 bench_level.log
+    BENCH_LEVELS=1 bench_level lego300-mc64 bench_level.log
     ;;
 rbg5)
     gpu_tests 'test_*sampled*' test_sampled.log
@@ -165,7 +168,7 @@ rbg5)
 md1b)
     gpu_tests '*' test_fit_gpu.log
     fit lego300-md1 .lego 300 $mlp --val-split test --coarse 64 --mlp-dir-degree 1 || exit 1
-    bench_level lego300-md1 bench_md1.log
+    BENCH_LEVELS=1 bench_level lego300-md1 bench_md1.log
     render_bar lego300-md1 bench_render_md1.log
     ;;
 render-tc)
