@@ -52,10 +52,9 @@ void vx_fit_mlp_timings_cuda(vx_fit_device *g, double ms[5], double *samples);
  * vx_fit_coarse_restrict_cpu), apply the coarse Adam step after it (step size lr, the
  * density's lr_sigma with --coarse-density, as vx_fit_coarse_apply_cpu). */
 int vx_fit_coarse_restrict_cuda(vx_fit_device *g);
-/* The restriction kernel: 1 (per-value masked window sums), 2 (the default: contiguous
- * brick rows, a shared weight table, only the window's vertices; a launch per level) or 3
- * (version 2's sums for every active level in one launch; fit_coarse.cuh). All three are
- * checked against fit_coarse.c; `bench fit --coarse` times them. */
+/* The restriction kernel: 1 (per-value masked window sums) or 2 (the default: contiguous
+ * brick rows, a shared weight table, only the window's vertices; fit_coarse.cuh). Both
+ * are checked against fit_coarse.c; `bench fit --coarse` times both. */
 int vx_fit_set_coarse_version_cuda(vx_fit_device *g, int version);
 #define VX_FIT_COARSE_VERSION_DEFAULT 2 /* the version a model starts with */
 int vx_fit_coarse_apply_cuda(vx_fit_device *g, const vx_fit_hparams *h, float lr, float lr_sigma);

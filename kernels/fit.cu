@@ -304,7 +304,7 @@ extern "C" void vx_fit_timings_cuda(vx_fit_device *g, double ms[VX_FIT_PROF_N]) 
 }
 
 extern "C" int vx_fit_set_coarse_version_cuda(vx_fit_device *g, int version) {
-    if (version < 1 || version > 3) return vx_error("fit: coarse restriction version %d (1, 2 or 3)", version);
+    if (version != 1 && version != 2) return vx_error("fit: coarse restriction version %d (1 or 2)", version);
     g->coarse_version = version;
     return 0;
 }

@@ -38,7 +38,7 @@ struct vx_fit_device {
     float *d_render;            /* validation frame */
     size_t render_cap;
     int version;                /* ray kernel: 1 or 2 */
-    int coarse_version;         /* the coarse levels' restriction kernel: 1, 2 (per level) or 3 (all in one) */
+    int coarse_version;         /* the coarse level's restriction kernel: 1 or 2 */
     float *d_mlp, *d_mlp_grad, *d_mlp_m, *d_mlp_v; /* the mlp decoder's weights, dL/dweights, moments */
     vx_fit_mlp_record *d_rec;   /* its per-sample records (fit_mlp.cuh) */
     unsigned long long rec_cap, *d_rec_count; /* records held; reserved, written */

@@ -1,6 +1,6 @@
 /* fit_levels.cu - the launchers of the coarse levels of `voxray fit --coarse R1[,R2..]`
  * (kernels in fit_coarse.cuh; the CPU reference in fit_coarse.c): the restriction of the
- * fine gradient onto each active level (version 3: all of them in one launch) (and --coarse-only's zeroing after it), their Adam
+ * fine gradient onto each active level (and --coarse-only's zeroing after it), their Adam
  * steps and one prolongation of them all; the levels' cut to the crop. */
 #include <math.h>
 #include <string.h>
@@ -18,18 +18,7 @@ extern "C" int vx_fit_coarse_restrict_cuda(vx_fit_device *g) {
     double t0 = 0.0;
     if (vx_fitd_prof_start(g, &t0)) return -1;
     int ch0 = vx_fit_coarse_ch0(&g->m); /* the levels' first channel: 0 with --coarse-density */
-    if (g->coarse_version == 3) { /* every active level in one launch: the gradient read once */
-        vx_fit_coarse_grads G;
-        memset(&G, 0, sizeof G);
-        for (int l = 0; l < g->m.nlevels; l++)
-            if (vx_fit_coarse_active(&g->m, l, &G.m[G.n])) G.grad[G.n++] = g->d_lv[l][0];
-        if (G.n) {
-            vx_fit_coarse_restrict3_kernel<<<(unsigned)blocks, 512>>>(g->d_grad, g->d_alive, vx_fitd_index(g), g->m.nc,
-                                                                      ch0, tiles[0], tiles[1], G);
-            VX_LAUNCH_CHECK("vx_fit_coarse_restrict3_kernel");
-        }
-    }
-    for (int l = 0; l < g->m.nlevels && g->coarse_version != 3; l++) {
+    for (int l = 0; l < g->m.nlevels; l++) {
         vx_fit_coarse_map cm;
         if (!vx_fit_coarse_active(&g->m, l, &cm)) continue; /* its voxel not yet twice the fine one */
         if (g->coarse_version == 2) {

@@ -37,7 +37,7 @@ static void vx__bench_fit_usage(FILE *o) {
                "fit's coarse level (R vertices along the scene box's longest edge; R/8 of the lattice\n"
                "is what a 512^3 fit with --coarse 64 holds; R1,R2,.. one level each, as fit) and times\n"
                "their restriction, with every alive voxel's gradient non-zero (the most atomics a step\n"
-               "can ask; each version of its kernel), and their Adam steps with the prolongation; the\n"
+               "can ask; both versions of its kernel), and their Adam steps with the prolongation; the\n"
                "whole step then includes them. The levels carry the density too, as fit's do by default\n"
                "(--no-coarse-density: the colour channels only). An mlp scene also gets the batched\n"
                "step with the network's hidden layers on the tensor cores (fit --mlp-tensor-cores;\n"
@@ -158,7 +158,6 @@ static int vx__coarse_restrict(vx_fit_device *g, int version) {
 }
 static int vx__coarse_restrict1(vx_fit_device *g, void *ctx, int k) { (void)ctx; (void)k; return vx__coarse_restrict(g, 1); }
 static int vx__coarse_restrict2(vx_fit_device *g, void *ctx, int k) { (void)ctx; (void)k; return vx__coarse_restrict(g, 2); }
-static int vx__coarse_restrict3(vx_fit_device *g, void *ctx, int k) { (void)ctx; (void)k; return vx__coarse_restrict(g, 3); }
 static int vx__coarse_apply(vx_fit_device *g, void *ctx, int k) {
     vx__bench_ctx *c = ctx;
     (void)k;
@@ -232,18 +231,17 @@ static int vx__coarse_setup(vx_fit_model *f, const int *coarse, int ncoarse, int
 }
 #endif
 
-/* "R1[,R2..]": up to VX_FIT_LEVELS resolutions of 2..1024. */
+/* "R1[,R2..]": up to VX_FIT_LEVELS resolutions of 2..1024, as fit --coarse takes them. */
 static int vx__parse_levels(const char *s, int res[VX_FIT_LEVELS], int *n) {
-    *n = 0;
-    for (const char *p = s;; p++) {
-        char *end;
-        long r = strtol(p, &end, 10);
-        if (end == p || r < 2 || r > 1024 || (*end && *end != ','))
-            return vx_error("--coarse '%s': expected R1[,R2..], each 2..1024", s);
+    char buf[256], *p = buf;
+    if (snprintf(buf, sizeof buf, "%s", s) >= (int)sizeof buf) return vx_error("--coarse: '%.32s...' is too long", s);
+    for (*n = 0;; (*n)++) {
+        char *comma = strchr(p, ',');
+        if (comma) *comma = '\0';
         if (*n == VX_FIT_LEVELS) return vx_error("--coarse '%s': at most %d levels", s, VX_FIT_LEVELS);
-        res[(*n)++] = (int)r;
-        if (!*end) return 0;
-        p = end;
+        if (vx_parse_int("--coarse", p, 2, 1024, &res[*n])) return -1;
+        if (!comma) { (*n)++; return 0; }
+        p = comma + 1;
     }
 }
 
@@ -332,17 +330,15 @@ int vx_bench_fit(int argc, char **argv) {
     printf("copy bandwidth (device to device, read + write): %.0f GB/s\n", copy_gbs);
     printf("  %-46s %10s %14s %10s\n", "step", "ms/step", "rays/s", "GB/s");
     int nch = vx_fit_coarse_nch(&f); /* the levels' channels */
-    char rname[3][64]; /* the restriction's rows, fit's version marked */
-    for (int v = 1; v <= 3; v++)
-        snprintf(rname[v - 1], sizeof rname[0], "coarse levels: restriction v%d%s%s", v,
-                 v == 3 ? " (one launch)" : coarse > 1 ? " (a launch each)" : "",
+    char rname[2][64]; /* the restriction's rows, fit's version marked */
+    for (int v = 1; v <= 2; v++)
+        snprintf(rname[v - 1], sizeof rname[0], "coarse levels: restriction v%d%s", v,
                  v == VX_FIT_COARSE_VERSION_DEFAULT ? " (fit's)" : "");
-    double grad_bytes = (double)alive * nch * 4; /* the levels' gradient, read once */
+    double grad_bytes = (double)alive * nch * 4; /* the levels' channels of the gradient, read once a level */
     struct { const char *name; vx__step_fn fn; int rays; double bytes; } rows[] = {
         /* first: the gradient vx__coarse_setup made is still there (Adam's row consumes it) */
         {rname[0], coarse ? vx__coarse_restrict1 : NULL, 0, grad_bytes * coarse},
         {rname[1], coarse ? vx__coarse_restrict2 : NULL, 0, grad_bytes * coarse},
-        {rname[2], coarse ? vx__coarse_restrict3 : NULL, 0, grad_bytes},
         {"coarse levels: Adam + prolongation", coarse ? vx__coarse_apply : NULL, 0,
          grad_bytes * 2 + (double)coarse_entries * 4 * 6},
         {mlp ? "rays, mlp per-ray kernel (device rays)" : "rays v1 (generic, host-drawn rays)",
@@ -369,8 +365,8 @@ int vx_bench_fit(int argc, char **argv) {
     }
     printf("(Adam's GB/s counts parameters, gradient and both moments, each read and written)\n");
     if (coarse)
-        printf("(the levels' GB/s: the restriction reads the levels' channels of the gradient once a launch, v1\n"
-               " and v2 once a level; the prolongation reads and writes those channels of the parameters, the\n"
+        printf("(the levels' GB/s: the restriction reads the levels' channels of the gradient once a level;\n"
+               " the prolongation reads and writes those channels of the parameters, the\n"
                " coarse Adam steps read and write their steps and both moments)\n");
     if (mlp && (vx__mlp_breakdown(g, &ctx, steps, f.mlp_layers, 0) || (tc && vx__mlp_breakdown(g, &ctx, steps, f.mlp_layers, 1))))
         goto done;

@@ -9,9 +9,8 @@
  * R = res / (2..3) vertices (active: at least twice the fine voxel) and, half the time, a
  * level too fine to be active yet (as a level waiting for a later stage), about a third of
  * its voxels dead (zero), optionally bricked; the coarse box is larger than the model's,
- * as after a crop. density: --coarse-density on (1), off (0) or drawn (-1); two: the
- * second active level always (1), never (0) or half the time (-1). */
-static void fc_random_model_n(vx_fit_model *f, int bricked, int density, int two, double (*uniform)(double, double)) {
+ * as after a crop. density: --coarse-density on (1), off (0) or drawn (-1). */
+static void fc_random_model(vx_fit_model *f, int bricked, int density, double (*uniform)(double, double)) {
     int res[3];
     for (int a = 0; a < 3; a++) res[a] = 8 + (int)uniform(0, 14);
     int deg = (int)uniform(0, 4), mlp = uniform(0, 1) < 0.3;
@@ -28,7 +27,7 @@ static void fc_random_model_n(vx_fit_model *f, int bricked, int density, int two
     for (int a = 0; a < 3; a++) { c[a] = 0.5 * (lo[a] + hi[a]); half[a] = 0.5 * (hi[a] - lo[a]); }
     for (int a = 0; a < 3; a++) { f->box_lo[a] = c[a] - 1.3 * half[a]; f->box_hi[a] = c[a] + 1.3 * half[a]; }
     assert_int_equal(vx_fit_coarse_init_cpu(f, r), 0);
-    if (two < 0 ? uniform(0, 1) < 0.5 : two) { /* a second active level of another lattice */
+    if (uniform(0, 1) < 0.5) { /* a second active level of another lattice */
         int r2 = 2 + (int)(fmin(res[0], fmin(res[1], res[2])) / uniform(2.6, 4.0));
         assert_int_equal(vx_fit_coarse_init_cpu(f, r2 == r ? r - 1 : r2), 0);
     }
@@ -58,9 +57,6 @@ static void fc_random_model_n(vx_fit_model *f, int bricked, int density, int two
     /* gradients everywhere, the dead voxels' too (the ray step scatters into them; the
      * level must read the alive ones only) */
     for (size_t i = 0; i < vx_fit_storage_voxels(f) * f->nc; i++) f->grad[i] = (float)uniform(-1, 1);
-}
-static inline void fc_random_model(vx_fit_model *f, int bricked, int density, double (*uniform)(double, double)) {
-    fc_random_model_n(f, bricked, density, -1, uniform);
 }
 
 #endif

@@ -38,7 +38,7 @@
 #              render` on its scene (FP32, tc and fused rows; carry .dev/bin/voxray.gz ... .lego)
 #   levels-ab  OUTDIR NAME: `bench fit --coarse R1,R2` on lego scene NAME kept in OUTDIR (by lego5r),
 #              the recipe's two levels with the density (fit's default) and with --no-coarse-density
-#              (FIT.md s29): the restriction's three versions, v3 all levels in one launch
+#              (FIT.md s29): both restriction versions, one launch a level
 #   eval       OUTDIR SCENE DATASET NAME: `voxray eval` of a scene kept on the warm device (e.g. in
 #              .runs/) on DATASET's test split, the log as NAME.eval.log: lego's 200 test views in
 #              two carries (.legoA, .legoB: views 0-99 and 100-199 with transforms_train.json)
