@@ -48,7 +48,7 @@ typedef struct {
     float lr_coarse;            /* Adam step size of the coarse level (fit --coarse,
                                  * fit_coarse.h); 0: lr_sh (decays alike) */
     float lr_coarse_sigma;      /* the levels' density channel's (--coarse-density); 0: a
-                                 * tenth of lr_sigma (vx_fit_lr_coarse_sigma; decays alike) */
+                                 * fifth of lr_sigma (vx_fit_lr_coarse_sigma; decays alike) */
     int random_bg;              /* each training ray against a random background colour
                                  * (vx_fit_ray_background, fit_march.h); 0: the model's */
     int mlp_tc;                 /* CUDA, mlp decoder's batched step: the network's hidden layers
@@ -57,11 +57,12 @@ typedef struct {
 } vx_fit_hparams;
 
 void vx_fit_hparams_default(vx_fit_hparams *h);
-/* The levels' density step size (--coarse-density): lr_coarse_sigma, or a tenth of
+/* The levels' density step size (--coarse-density): lr_coarse_sigma, or a fifth of
  * lr_sigma's, since a level's step moves a whole region (lego's 1/8-scale CPU analog lost
- * 0.31 dB at lr_sigma's own, docs/FIT.md session 27). */
+ * 0.31 dB at lr_sigma's own, docs/FIT.md session 27; on the device a fifth read 35.39 dB
+ * on lego's 200 test views twice, a tenth 35.25 and 35.32, two fifths 35.40: session 30). */
 static inline float vx_fit_lr_coarse_sigma(const vx_fit_hparams *h) {
-    return h->lr_coarse_sigma > 0 ? h->lr_coarse_sigma : 0.1f * h->lr_sigma;
+    return h->lr_coarse_sigma > 0 ? h->lr_coarse_sigma : 0.2f * h->lr_sigma;
 }
 
 /* One coarse level of fit --coarse (fit_coarse.h): a dense n[0] x n[1] x n[2] grid of the
@@ -143,7 +144,7 @@ typedef struct {
     int coarse_density;         /* the levels carry the density too (nc channels an entry
                                  * from channel 0, not the nc-1 colour channels), their
                                  * density stepped at vx_fit_lr_coarse_sigma (by default a
-                                 * tenth of the density's step size); 0: off, as a zeroed
+                                 * fifth of the density's step size); 0: off, as a zeroed
                                  * model starts; `fit` sets it wherever --coarse is given
                                  * unless --no-coarse-density (fit_coarse.h) */
 } vx_fit_model;

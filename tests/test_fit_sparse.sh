@@ -118,7 +118,7 @@ fi
 # shellcheck disable=SC2086
 if OMP_NUM_THREADS=1 $VOXRAY fit "$MIC" -o "$T/cs" $CO --no-coarse-density >"$T/cs.log" 2>&1 &&
     OMP_NUM_THREADS=1 $VOXRAY fit "$MIC" -o "$T/cs2" $CO --lr-coarse-sigma 0.07 >"$T/cs2.log" 2>&1; then
-    grep -q "^fit: the coarse levels carry the density too (Adam step 0.05)" "$T/cd0.log" && ok ||
+    grep -q "^fit: the coarse levels carry the density too (Adam step 0.1)" "$T/cd0.log" && ok ||
         bad "the default: no coarse-density line"
     grep -q "^fit: coarse level 12x12x12 x 16 channels" "$T/cd0.log" && ok || bad "the default level is not 16 channels"
     grep -q "^fit: stage 2: coarse level 1 holds" "$T/cd0.log" && ok || bad "the default: no cut level in stage 2"

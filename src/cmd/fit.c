@@ -76,7 +76,7 @@ static void vx__fit_usage(FILE *o) {
             "  --coarse-density     the levels carry the density too: regions of density move\n"
             "                       together (the default with --coarse; docs/FIT.md)\n"
             "  --no-coarse-density  the levels carry the colour channels only\n"
-            "  --lr-coarse-sigma A  Adam step size of the levels' density (default: a tenth of\n"
+            "  --lr-coarse-sigma A  Adam step size of the levels' density (default: a fifth of\n"
             "                       --lr-sigma's)\n"
             "  --no-coarse-cut      keep each level whole over the first stage's box (default: at\n"
             "                       each crop the levels are cut to the vertices the new lattice\n"
