@@ -1,7 +1,7 @@
 /* bench_fit.c - `voxray bench fit SCENE DATASET`: times the training steps of `voxray fit`
  * on a fitted scene (so the occupancy and the alive voxels are those of a real run):
  * ray kernel versions 1 and 2 (an mlp scene: its per-ray and batched kernels), TV, Adam
- * and the occupancy rebuild (with --coarse R the coarse level's restriction and step too),
+ * and the occupancy rebuild (with --coarse R1[,R2..] the coarse levels' restriction and steps too),
  * in ms per step, rays/s and GB/s, next to the device's measured copy bandwidth. Needs a
  * CUDA device. */
 #include <math.h>
