@@ -40,6 +40,11 @@ void vx_fit_set_mlp_records_cuda(vx_fit_device *g, unsigned long long records);
  * into tiled products over the step's samples (fit_mlp_batch.cuh; the default, 0 means it:
  * 34x the rays/s of 1 on the H100, docs/BENCHMARKS.md). */
 int vx_fit_set_mlp_kernel_cuda(vx_fit_device *g, int kernel);
+/* The batched step's gather: 1 (the default: march each ray to count its composited samples,
+ * reserve them, march again to write them) or 2 (one march into a slot of staging rows a
+ * ray, then the rows copied to their reservation; 1.2 GB more device memory for 65 536 rays;
+ * fit_mlp_batch.cuh). Not yet timed on a device: `bench fit` times both. */
+int vx_fit_set_mlpb_gather_cuda(vx_fit_device *g, int version);
 /* The batched step's network with its hidden layers on the tensor cores (TF32 operands,
  * FP32 sums; mlp_tile.cuh) or in FP32 (0, the default); an error on a GPU below sm_80. */
 int vx_fit_set_mlp_tc_cuda(vx_fit_device *g, int on);

@@ -188,6 +188,7 @@ extern "C" void vx_fit_model_free_cuda(vx_fit_device *g) {
     vx_cuda_free(g->d_defer[0]); vx_cuda_free(g->d_defer[1]); vx_cuda_free(g->d_ndefer);
     vx_cuda_free(g->mb.x); vx_cuda_free(g->mb.pt); vx_cuda_free(g->mb.rgb); vx_cuda_free(g->mb.dout);
     vx_cuda_free(g->mb.dt); vx_cuda_free(g->mb.ray_start); vx_cuda_free(g->mb.ray_n);
+    vx_cuda_free(g->mb_st.x); vx_cuda_free(g->mb_st.pt); vx_cuda_free(g->mb_st.dt);
     free(g->h_loss);
     free(g);
 }
@@ -261,6 +262,7 @@ extern "C" int vx_fit_model_upload_cuda(vx_fit_device **out, const vx_fit_model 
     g->version = 2;
     g->coarse_version = VX_FIT_COARSE_VERSION_DEFAULT; /* docs/BENCHMARKS.md: v2 0.35 ms a step against v1's 0.94 (session 20) */
     g->mlp_kernel = 2; /* batched: 34x the per-ray kernel's rays/s (docs/BENCHMARKS.md, session 14) */
+    g->mlpb_gather = 1; /* version 2 is opt-in until a device has timed both (fit_mlp_batch.cuh) */
     if (vx__create(g, f, max_batch)) { vx_fit_model_free_cuda(g); return -1; }
     *out = g;
     return 0;
@@ -291,6 +293,11 @@ extern "C" int vx_fit_set_mlp_kernel_cuda(vx_fit_device *g, int kernel) {
     if (kernel == 0) kernel = 2; /* the default: batched */
     if (kernel != 1 && kernel != 2) return vx_error("fit: mlp kernel %d (1: per ray, 2: batched)", kernel);
     g->mlp_kernel = kernel;
+    return 0;
+}
+extern "C" int vx_fit_set_mlpb_gather_cuda(vx_fit_device *g, int version) {
+    if (version != 1 && version != 2) return vx_error("fit: mlp gather version %d (1 or 2)", version);
+    g->mlpb_gather = version;
     return 0;
 }
 extern "C" int vx_fit_set_mlp_tc_cuda(vx_fit_device *g, int on) {
@@ -524,6 +531,18 @@ static int vx__mlpb_alloc(vx_fit_device *g) {
     return 0;
 }
 
+/* Gather version 2's staging rows (x, pt, dt), as many as the batched arrays hold, on its
+ * first use: 148 bytes a sample, 1.2 GB for 65 536 rays of 128 samples. */
+static int vx__mlpb_staging(vx_fit_device *g) {
+    if (g->mb_st.x) return 0;
+    size_t cap = (size_t)g->mb_cap;
+    return vx_cuda_alloc((void **)&g->mb_st.x, cap * 32 * sizeof(float), "fit mlp staging inputs") ||
+                   vx_cuda_alloc((void **)&g->mb_st.pt, cap * sizeof(float4), "fit mlp staging points") ||
+                   vx_cuda_alloc((void **)&g->mb_st.dt, cap * sizeof(float), "fit mlp staging lengths")
+               ? -1
+               : 0;
+}
+
 /* The batched mlp step (fit_mlp_batch.cuh): gather the composited samples of as many rays
  * as the arrays hold, run the network forward over them, composite, run it backward and
  * scatter; rays that did not fit run in the next pass. */
@@ -555,12 +574,29 @@ static int vx__rays_mlp_batched(vx_fit_device *g, const vx_fit_ray_src *src, int
         int *defer = g->d_defer[pass & 1];
         if (vx__mlp_pass_reset(g)) return -1;
         unsigned rb = vx_ceil_div((size_t)m, 128);
-        vx_fit_mlpb_gather_kernel<<<rb, 128>>>(g->m.mp, ix, g->d_data, occ, *src, list, m, g->mb, g->mb_cap,
-                                               g->d_rec_count, defer, g->d_ndefer);
-        VX_LAUNCH_CHECK("vx_fit_mlpb_gather_kernel");
-        unsigned long long S = 0;
+        unsigned long long S = 0, K = g->mb_cap / (unsigned long long)m; /* version 2's slot a ray */
         unsigned left = 0;
-        if (vx__mlp_pass_counts(g, m, &S, &left)) return -1;
+        int one = g->mlpb_gather == 2 && K >= VX_MLPB_SLOT_MIN; /* version 2 this pass */
+        if (one) {
+            if (vx__mlpb_staging(g)) return -1;
+            vx_fit_mlpb_gather1_kernel<<<rb, 128>>>(g->m.mp, ix, g->d_data, occ, *src, list, m, g->mb_st, K, g->mb,
+                                                    g->mb_cap, g->d_rec_count, defer, g->d_ndefer);
+            VX_LAUNCH_CHECK("vx_fit_mlpb_gather1_kernel");
+            unsigned long long cnt[2];
+            if (vx_cuda_download(cnt, g->d_rec_count, sizeof cnt) || vx_cuda_download(&left, g->d_ndefer, sizeof left))
+                return -1;
+            S = cnt[1];
+            /* every ray past its slot: this pass counts first instead, so one of them gets
+             * the whole capacity (version 1 never refuses a ray the arrays could hold) */
+            if (!S && left >= (unsigned)m && vx__mlp_pass_reset(g)) return -1;
+            one = S || left < (unsigned)m;
+        }
+        if (!one) {
+            vx_fit_mlpb_gather_kernel<<<rb, 128>>>(g->m.mp, ix, g->d_data, occ, *src, list, m, g->mb, g->mb_cap,
+                                                   g->d_rec_count, defer, g->d_ndefer);
+            VX_LAUNCH_CHECK("vx_fit_mlpb_gather_kernel");
+            if (vx__mlp_pass_counts(g, m, &S, &left)) return -1;
+        }
         unsigned long long tiles = (S + VX_MLPB_TILE - 1) / VX_MLPB_TILE;
         VX__MB_T(0);
         g->prof_samples += (double)S;

@@ -47,6 +47,8 @@ struct vx_fit_device {
     int mlp_kernel;             /* 1: the network in the ray kernel (fit_mlp.cuh), 2: batched */
     vx_fit_mlp_batch mb;        /* the batched step's per-sample arrays (fit_mlp_batch.cuh) */
     unsigned long long mb_cap;  /* their capacity in samples (0: not allocated yet) */
+    int mlpb_gather;            /* the batched step's gather: 1 (count, then write) or 2 (one march into slots) */
+    vx_fit_mlp_batch mb_st;     /* gather 2's staging rows (x, pt, dt; mb_cap of them, on first use) */
     int mb_blocks[2][2][2];     /* persistent blocks of the [FP32, TF32][forward, backward][layers - 1] kernels */
     int mlp_tc;                 /* the batched network's hidden layers on the tensor cores (TF32) */
     int profile;

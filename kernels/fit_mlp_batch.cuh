@@ -24,8 +24,10 @@ __device__ __forceinline__ int vx_fit_mlpb_ray(const vx_fit_ray_src *src, const 
 
 /* The gather op: sample() interpolates the density first, the features only where there
  * is density (WRITE) and returns sigma as vx_decode_mlp does; visit() counts (!WRITE) or
- * writes the sample. rgb is left 0: only T matters here, and it does not depend on it. */
-template <bool WRITE> struct vx_fit_mlpb_op {
+ * writes the sample. rgb is left 0: only T matters here, and it does not depend on it.
+ * SLOT (gather version 2): the rows end at `lim`; a sample past it is counted, not
+ * written, so n > lim - first says the ray did not fit its slot. */
+template <bool WRITE, bool SLOT = false> struct vx_fit_mlpb_op {
     static constexpr bool pieces = false;
     const vx_march_params *m;
     const vx_fit_index *L;
@@ -34,7 +36,7 @@ template <bool WRITE> struct vx_fit_mlpb_op {
     float raw[VX_MLP_CHANNELS];
     int n;
     vx_fit_mlp_batch B;
-    unsigned long long next;
+    unsigned long long next, lim;
 
     static __device__ __forceinline__ float sample(void *op, const vx_sample *smp, vx_vec3 d, float *rgb) {
         vx_fit_mlpb_op *f = (vx_fit_mlpb_op *)op;
@@ -69,6 +71,10 @@ template <bool WRITE> struct vx_fit_mlpb_op {
         if constexpr (!WRITE) {
             f->n++;
         } else {
+            if constexpr (SLOT) {
+                f->n++;
+                if (f->next >= f->lim) return; /* past the slot: counted only */
+            }
             unsigned long long s = f->next++;
             float x[VX_MLP_IN + 1];
             vx_mlp_input(f->raw, f->dir, x);
@@ -113,6 +119,53 @@ vx_fit_mlpb_gather_kernel(vx_march_params mp, vx_fit_index L, const float *__res
     vx_fit_mlpb_op<true> wr;
     wr.m = &mp; wr.L = &L; wr.data = data; wr.dir = d; wr.B = B; wr.next = at;
     vx_march_run(&mp, occ, o, d, 0.0f, &wr);
+}
+
+/* Gather version 2's least slot (rows a ray): a pass whose slots would be smaller runs version 1. */
+#define VX_MLPB_SLOT_MIN 8ull
+
+/* Gather version 2 (opt-in, vx_fit_set_mlpb_gather_cuda; not yet timed on a device): one
+ * march instead of two. List entry t writes its composited samples into its own slot of the
+ * staging arrays S (rows t * K .. t * K + K - 1, K = the staging rows / the pass's rays),
+ * then reserves its count in B with one atomic, as version 1, and copies the rows there, so
+ * the network kernels see the same contiguous rows. A ray past its slot or past B's capacity
+ * is put off (ray_n -1): the next pass has fewer rays and so larger slots. Version 1 marches
+ * every ray twice (count, then write), and its gather is the largest part of lego's batched
+ * step (2.0 of 3.9 ms, docs/BENCHMARKS.md session 30); this one pays a write and a read of
+ * the staging rows instead of the second march. */
+__global__ void __launch_bounds__(128)
+vx_fit_mlpb_gather1_kernel(vx_march_params mp, vx_fit_index L, const float *__restrict__ data,
+                           const unsigned char *__restrict__ occ, vx_fit_ray_src src, const int *__restrict__ list,
+                           int n, vx_fit_mlp_batch S, unsigned long long K, vx_fit_mlp_batch B, unsigned long long cap,
+                           unsigned long long *rec_count, int *deferred, unsigned *n_deferred) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    vx_vec3 o, d;
+    const float *target;
+    int r = vx_fit_mlpb_ray(&src, list, t, &o, &d, &target);
+    unsigned long long base = (unsigned long long)t * K;
+    vx_fit_mlpb_op<true, true> wr;
+    wr.m = &mp; wr.L = &L; wr.data = data; wr.dir = d; wr.B = S; wr.next = base; wr.lim = base + K; wr.n = 0;
+    vx_march_run(&mp, occ, o, d, 0.0f, &wr);
+    unsigned long long cnt = (unsigned long long)wr.n;
+    unsigned long long at = cnt && cnt <= K ? atomicAdd(rec_count, cnt) : 0ull;
+    if (cnt > K || at + cnt > cap) {
+        deferred[atomicAdd(n_deferred, 1u)] = r;
+        B.ray_n[t] = -1;
+        return;
+    }
+    B.ray_start[t] = at;
+    B.ray_n[t] = (int)cnt;
+    if (!cnt) return;
+    atomicMax(rec_count + 1, at + cnt);
+    for (unsigned long long k = 0; k < cnt; k++) {
+        const float4 *src4 = (const float4 *)(S.x + (base + k) * 32);
+        float4 *dst4 = (float4 *)(B.x + (at + k) * 32);
+#pragma unroll
+        for (int q = 0; q < 8; q++) dst4[q] = src4[q];
+        B.pt[at + k] = S.pt[base + k];
+        B.dt[at + k] = S.dt[base + k];
+    }
 }
 
 /* Network forward over samples [0, S): rgb = sigmoid(out) (mlp_tile.cuh; TC: the hidden

@@ -41,7 +41,8 @@ static void vx__bench_fit_usage(FILE *o) {
                "whole step then includes them. The levels carry the density too, as fit's do by default\n"
                "(--no-coarse-density: the colour channels only). An mlp scene also gets the batched\n"
                "step with the network's hidden layers on the tensor cores (fit --mlp-tensor-cores;\n"
-               "sm_80 and up) and both steps kernel by kernel.\n");
+               "sm_80 and up), that step again with the one-march gather (version 2, opt-in), and\n"
+               "both steps kernel by kernel.\n");
 }
 
 #ifdef VX_HAVE_CUDA
@@ -135,6 +136,12 @@ static int vx__rays_rgbper(vx_fit_device *g, void *ctx, int k) { return vx__rays
 static int vx__rays_random_bg(vx_fit_device *g, void *ctx, int k) { return vx__rays_px(g, ctx, k, 1, 0); }
 /* fit --mlp-tensor-cores: the mlp's batched step with the network's hidden layers in TF32 */
 static int vx__rays_tc(vx_fit_device *g, void *ctx, int k) { return vx__rays_px(g, ctx, k, 0, 1); }
+/* The same with gather version 2 (one march a ray into staging slots; vx_fit_set_mlpb_gather_cuda) */
+static int vx__rays_tc_g2(vx_fit_device *g, void *ctx, int k) {
+    int rc = vx_fit_set_mlpb_gather_cuda(g, 2) || vx__rays_px(g, ctx, k, 0, 1);
+    vx_fit_set_mlpb_gather_cuda(g, 1);
+    return rc;
+}
 static int vx__tv(vx_fit_device *g, void *ctx, int k) {
     vx__bench_ctx *c = ctx;
     return vx_fit_tv_backward_cuda(g, c->hp.tv_sigma, c->hp.tv_sh, c->hp.tv_fraction, (uint64_t)k, c->hp.tv_eps, NULL);
@@ -348,6 +355,7 @@ int vx_bench_fit(int argc, char **argv) {
         {mlp ? "rays, mlp batched, --rgbper 0.01" : "rays v2, --rgbper 0.01", vx__rays_rgbper, 1, 0},
         {mlp ? "rays, mlp batched, --rgbper 0.01 --random-bg" : "rays v2, --rgbper 0.01 --random-bg", vx__rays_random_bg, 1, 0},
         {"rays, mlp batched, --rgbper 0.01, tensor cores", tc ? vx__rays_tc : NULL, 1, 0},
+        {"rays, the same with gather v2 (one march)", tc ? vx__rays_tc_g2 : NULL, 1, 0},
         {"TV (10% of alive voxels)", vx__tv, 0, 0},
         {"Adam (alive voxels, dense)", vx__adam, 0, (double)alive * f.nc * 4 * 4 * 2},
         {"occupancy from alive voxels", vx__occ, 0, 0},

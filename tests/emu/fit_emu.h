@@ -70,7 +70,7 @@ static inline void random_batch(vx_fit_batch *b, int n) {
 struct out {
     std::vector<float> rgb, grad, wgrad, wmax;
     double loss = 0.0;
-    int passes = 0;
+    int passes = 0, slot_passes = 0; /* passes; of them, gather version 2's (one march) */
 };
 
 static inline void out_init(out *o, const vx_fit_model *f, int n) {

@@ -31,15 +31,18 @@ static void random_mlp_model(vx_fit_model *f, int layers, int bricked) {
     OK(vx_fit_update_params(f, 1e-4f));
 }
 
-/* fit.cu's vx__rays_mlp_batched, launched on the emulator; cap samples a pass. */
-template <int LAYERS> static void run_batched(const vx_fit_model *f, const vx_fit_batch *b, unsigned long long cap, out *o) {
+/* fit.cu's vx__rays_mlp_batched, launched on the emulator; cap samples a pass; gather version
+ * 2 (one march into staging slots) where g2 is set, as fit.cu picks it a pass. */
+template <int LAYERS>
+static void run_batched(const vx_fit_model *f, const vx_fit_batch *b, unsigned long long cap, out *o, int g2 = 0) {
     int n = b->n, m = n;
     out_init(o, f, n);
     vx_fit_index L;
     vx_fit_index_of(f, &L);
     vx_fit_ray_src src = host_src(b);
-    std::vector<float> x(cap * 32), dt(cap);
-    std::vector<float4> pt(cap), rgb(cap), dout(cap);
+    std::vector<float> x(cap * 32), dt(cap), xs(cap * 32), dts(cap);
+    std::vector<float4> pt(cap), rgb(cap), dout(cap), pts(cap);
+    vx_fit_mlp_batch ST = {xs.data(), pts.data(), NULL, NULL, dts.data(), NULL, NULL}; /* the staging rows */
     std::vector<unsigned long long> start(n);
     std::vector<int> cnt_n(n), defer0(n), defer1(n);
     vx_fit_mlp_batch B = {x.data(), pt.data(), rgb.data(), dout.data(), dt.data(), start.data(), cnt_n.data()};
@@ -53,8 +56,18 @@ template <int LAYERS> static void run_batched(const vx_fit_model *f, const vx_fi
         unsigned long long rc[2] = {0, 0};
         unsigned left = 0;
         unsigned rb = (unsigned)((m + 127) / 128);
-        vx_emu_launch(dim3(rb), dim3(128), vx_fit_mlpb_gather_kernel, f->mp, L, (const float *)f->data, occ, src, list, m,
-                      B, cap, rc, defer, &left);
+        unsigned long long K = cap / (unsigned long long)m;
+        int one = g2 && K >= VX_MLPB_SLOT_MIN;
+        if (one) {
+            vx_emu_launch(dim3(rb), dim3(128), vx_fit_mlpb_gather1_kernel, f->mp, L, (const float *)f->data, occ, src,
+                          list, m, ST, K, B, cap, rc, defer, &left);
+            one = rc[1] || left < (unsigned)m;
+            if (one) o->slot_passes++;
+            else rc[0] = rc[1] = 0, left = 0; /* every ray past its slot: version 1 this pass */
+        }
+        if (!one)
+            vx_emu_launch(dim3(rb), dim3(128), vx_fit_mlpb_gather_kernel, f->mp, L, (const float *)f->data, occ, src, list,
+                          m, B, cap, rc, defer, &left);
         unsigned long long S = rc[1], tiles = (S + VX_MLPB_TILE - 1) / VX_MLPB_TILE;
         unsigned grid = (unsigned)std::min<unsigned long long>(tiles, 3); /* persistent: several tiles a block */
         if (S) vx_emu_launch(dim3(grid), dim3(VX_MLPB_THREADS), vx_fit_mlpb_forward_kernel<LAYERS>, (const float *)f->mlp, B, S);
@@ -117,22 +130,23 @@ static void check_against_cpu(int kernel) {
         random_mlp_model(&f, layers, bricked);
         OK(vx_fit_occupancy_build_cpu(&f, 4));
         /* the per-point colour loss (fit --rgbper) in the batched kernel's odd trials */
-        f.reg_rgbper = kernel == 2 && trial % 2 ? (float)uni(0.05, 0.5) : 0.0f;
+        f.reg_rgbper = kernel >= 2 && trial % 2 ? (float)uni(0.05, 0.5) : 0.0f;
         /* the density regularisers (--sparsity, --distortion) in the batched kernel's trials 1
          * (beside the per-point loss) and 2 (alone) */
-        int reg = kernel == 2 && (trial == 1 || trial == 2);
+        int reg = kernel >= 2 && (trial == 1 || trial == 2);
         f.reg_sparsity = reg ? (float)uni(0.01, 0.05) : 0.0f;
         f.reg_distortion = reg ? (float)uni(0.2, 1.0) : 0.0f;
         f.reg_binary = reg ? (float)uni(0.1, 0.5) : 0.0f;
         vx_fit_batch b;
         random_batch(&b, n);
-        if (kernel == 2 && trial >= 2) random_backgrounds(&b); /* fit --random-bg: the batched kernel has it */
+        if (kernel >= 2 && trial >= 2) random_backgrounds(&b); /* fit --random-bg: the batched kernel has it */
         /* the kernels read the parameters before the CPU step changes anything */
         out o;
         unsigned long long cap = small ? 150 : (unsigned long long)n * 64;
-        if (kernel == 2) {
-            if (layers == 1) run_batched<1>(&f, &b, cap, &o);
-            else run_batched<2>(&f, &b, cap, &o);
+        if (kernel == 3 && trial == 0) cap = (unsigned long long)n * VX_MLPB_SLOT_MIN; /* slots of 8: rays put off */
+        if (kernel >= 2) {
+            if (layers == 1) run_batched<1>(&f, &b, cap, &o, kernel == 3);
+            else run_batched<2>(&f, &b, cap, &o, kernel == 3);
         } else {
             if (layers == 1) run_per_ray<1>(&f, &b, cap, &o);
             else run_per_ray<2>(&f, &b, cap, &o);
@@ -142,10 +156,15 @@ static void check_against_cpu(int kernel) {
         double lc = vx_fit_rays_backward_cpu(&f, &b, rc.data());
         print_message("%s kernel, %d layer(s), %s storage, %s buffer, rgbper %.3f, regularisers %s, random background "
                       "%s: %d pass(es), loss CPU %.9g kernel %.9g\n",
-                      kernel == 2 ? "batched" : "per-ray", layers, f.table ? "bricked" : "dense",
+                      kernel == 3 ? "batched (one-march gather)" : kernel == 2 ? "batched" : "per-ray", layers, f.table ? "bricked" : "dense",
                       small ? "150-sample" : "full", f.reg_rgbper, reg ? "on" : "off", b.random_bg ? "on" : "off",
                       o.passes, lc, o.loss);
         if (small) assert_true(o.passes > 1);
+        if (kernel == 3) {
+            print_message("  %d of the passes with the one-march gather\n", o.slot_passes);
+            if (!small) assert_true(o.slot_passes > 0); /* the small buffer's slots stay under 8 rows */
+            if (trial == 0) assert_true(o.passes > 1); /* some ray had more samples than its slot */
+        }
         assert_true(fabs(lc - o.loss) <= 1e-5 * lc + 1e-9);
         compare_most(rc.data(), o.rgb.data(), rc.size(), 1e-5, 1e-6, 0, "ray colours");
         size_t nv = vx_fit_storage_voxels(&f);
@@ -160,6 +179,12 @@ static void check_against_cpu(int kernel) {
 static void test_batched_kernel(void **state) {
     (void)state;
     check_against_cpu(2);
+}
+
+/* Gather version 2 (one march into staging slots, fit.cu's opt-in): the same step */
+static void test_batched_kernel_one_march(void **state) {
+    (void)state;
+    check_against_cpu(3);
 }
 
 static void test_per_ray_kernel(void **state) {
@@ -277,7 +302,8 @@ static void ref_network(const float *w, int layers, const float *x, int tf32, co
  * tensor cores, and the FP32 one, each against the double-precision network of its own
  * operands' rounding (TF32 or none): colours to 1e-6 (a fragment read from the wrong row or
  * column of a tile is off by 1e-2 and more), dL/dweights and dL/d(raw) to float sums' rounding
- * (a relu mask may flip where a hidden unit is within rounding of 0: a few entries may
+ * (1e-4 of the scale; 1e-3 on the tensor cores, where TF32's rounding of intermediates may
+ * flip) (a relu mask may flip where a hidden unit is within rounding of 0: a few entries may
  * differ). The two kernels' colours differ by TF32's rounding, not more. Random weights,
  * inputs and output gradients; three tiles, the last one partial. */
 static void test_tensor_core_network(void **state) {
@@ -318,8 +344,12 @@ static void test_tensor_core_network(void **state) {
             print_message("%d layer(s), %s: colour vs the double network of its rounding %.2g\n", layers,
                           tc ? "tensor cores" : "FP32", worst);
             assert_true(worst < 1e-6);
-            compare_most(wref_f.data(), wg.data(), (size_t)nw, 1e-4, 1e-5, 4, tc ? "weight gradient (tensor cores)" : "weight gradient (FP32)");
-            compare_most(draw_ref.data(), draw.data(), draw.size(), 1e-4, 1e-5, 4, tc ? "dL/d(raw) (tensor cores)" : "dL/d(raw) (FP32)");
+            /* TF32: an operand the float sums left on the other side of a rounding boundary
+             * moves its product by 2^-10; 25 runs read at most 8e-5 of the scale, one in ~15
+             * had 5 entries at 1.5e-4 (a flaky 1e-4): 1e-3, a tenth of a misplaced fragment's */
+            double gtol = tc ? 1e-3 : 1e-4;
+            compare_most(wref_f.data(), wg.data(), (size_t)nw, gtol, 1e-5, 4, tc ? "weight gradient (tensor cores)" : "weight gradient (FP32)");
+            compare_most(draw_ref.data(), draw.data(), draw.size(), gtol, 1e-5, 4, tc ? "dL/d(raw) (tensor cores)" : "dL/d(raw) (FP32)");
         }
         double diff = 0;
         for (unsigned long long s = 0; s < S; s++)
@@ -333,6 +363,7 @@ int main(void) {
     vx_emu_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batched_kernel),
+        cmocka_unit_test(test_batched_kernel_one_march),
         cmocka_unit_test(test_per_ray_kernel),
         cmocka_unit_test(test_adam_kernel),
         cmocka_unit_test(test_tensor_core_network),

@@ -743,6 +743,10 @@ static void test_mlp_step(void **state) {
         OK(vx_fit_model_upload_cuda(&g, &f, b.n));
         if (small) vx_fit_set_mlp_records_cuda(g, 300);
         OK(vx_fit_set_mlp_kernel_cuda(g, kernel));
+        /* the batched kernel's one-march gather (version 2) in half its trials, one of each
+         * layer count and record buffer */
+        int gather = kernel == 2 && (trial % 4 == 0 || trial % 4 == 3) ? 2 : 1;
+        OK(vx_fit_set_mlpb_gather_cuda(g, gather));
         /* the per-point colour loss (fit --rgbper) in the batched kernel's odd trials; the
          * per-ray kernel refuses it */
         f.reg_rgbper = kernel == 2 && trial % 2 ? (float)uni(0.05, 0.5) : 0.0f;
@@ -754,7 +758,8 @@ static void test_mlp_step(void **state) {
         }
         vx_fit_set_rgbper_cuda(g, f.reg_rgbper);
         print_message("trial %d: mlp, %s kernel, %d hidden layer(s), %s storage, %s record buffer, rgbper %.3f\n", trial,
-                      kernel == 1 ? "per-ray" : "batched", layers, f.table ? "bricked" : "dense",
+                      kernel == 1 ? "per-ray" : gather == 2 ? "batched (one-march gather)" : "batched", layers,
+                      f.table ? "bricked" : "dense",
                       small ? "300-record" : "full", f.reg_rgbper);
         OK(vx_fit_update_params_cuda(g, 1e-4f));
         OK(vx_fit_occupancy_build_cpu(&f, 4));
