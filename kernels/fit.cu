@@ -586,8 +586,8 @@ static int vx__rays_mlp_batched(vx_fit_device *g, const vx_fit_ray_src *src, int
             if (vx_cuda_download(cnt, g->d_rec_count, sizeof cnt) || vx_cuda_download(&left, g->d_ndefer, sizeof left))
                 return -1;
             S = cnt[1];
-            /* every ray past its slot: this pass counts first instead, so one of them gets
-             * the whole capacity (version 1 never refuses a ray the arrays could hold) */
+            /* every ray past its slot: this pass counts first instead (version 1's first
+             * reservation starts at row 0, so it writes a ray whenever one fits the arrays) */
             if (!S && left >= (unsigned)m && vx__mlp_pass_reset(g)) return -1;
             one = S || left < (unsigned)m;
         }
