@@ -435,13 +435,17 @@ static int vx__mlp_pass_reset(vx_fit_device *g) {
                ? -1
                : 0;
 }
-/* After a pass's first kernel: *written ends the samples written, *left rays were put off
- * (an error when the pass wrote nothing and put every ray off: no progress). */
-static int vx__mlp_pass_counts(const vx_fit_device *g, int m, unsigned long long *written, unsigned *left) {
+/* After a pass's first kernel: *written ends the samples written, *left rays were put off. */
+static int vx__mlp_pass_read(const vx_fit_device *g, unsigned long long *written, unsigned *left) {
     unsigned long long cnt[2];
     if (vx_cuda_download(cnt, g->d_rec_count, sizeof cnt) || vx_cuda_download(left, g->d_ndefer, sizeof *left))
         return -1;
     *written = cnt[1];
+    return 0;
+}
+/* The same, an error when the pass wrote nothing and put every ray off: no progress. */
+static int vx__mlp_pass_counts(const vx_fit_device *g, int m, unsigned long long *written, unsigned *left) {
+    if (vx__mlp_pass_read(g, written, left)) return -1;
     if (*left >= (unsigned)m && !*written) return vx_error("fit: the mlp ray step made no progress (%d rays left)", m);
     return 0;
 }
@@ -582,10 +586,7 @@ static int vx__rays_mlp_batched(vx_fit_device *g, const vx_fit_ray_src *src, int
             vx_fit_mlpb_gather1_kernel<<<rb, 128>>>(g->m.mp, ix, g->d_data, occ, *src, list, m, g->mb_st, K, g->mb,
                                                     g->mb_cap, g->d_rec_count, defer, g->d_ndefer);
             VX_LAUNCH_CHECK("vx_fit_mlpb_gather1_kernel");
-            unsigned long long cnt[2];
-            if (vx_cuda_download(cnt, g->d_rec_count, sizeof cnt) || vx_cuda_download(&left, g->d_ndefer, sizeof left))
-                return -1;
-            S = cnt[1];
+            if (vx__mlp_pass_read(g, &S, &left)) return -1;
             /* every ray past its slot: this pass counts first instead (version 1's first
              * reservation starts at row 0, so it writes a ray whenever one fits the arrays) */
             if (!S && left >= (unsigned)m && vx__mlp_pass_reset(g)) return -1;
