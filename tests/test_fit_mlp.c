@@ -113,16 +113,33 @@ static double ray_ref(const vx_march_params *m, const double *grid, const double
     return ray_ref_px(m, grid, w, layers, o, d, g, NULL, 0.0);
 }
 
-/* |analytic - fd| <= tol_rel * (largest |fd|) + tol_abs for every entry */
-static void check_close(const double *an, const double *fd, int n, double tol_rel, double tol_abs, const char *what) {
+/* A finite-difference slope: central, and the one-sided slopes either side, which tell a
+ * ReLU kink (the network's, or the density's clamp) lying within the step from a smooth point. */
+typedef struct {
+    double central, fwd, bwd;
+} fd_val;
+
+/* |analytic - central| <= tol_rel * (largest |central|) + tol_abs for every entry; where a
+ * kink lies within the step (the one-sided slopes differ by more than the tolerance), the
+ * analytic slope must instead match one of the one-sided ones, and such entries stay few. */
+static void check_close(const double *an, const fd_val *fd, int n, double tol_rel, double tol_abs, const char *what) {
     double scale = 0.0;
-    for (int i = 0; i < n; i++) scale = fmax(scale, fabs(fd[i]));
+    int kinks = 0;
+    for (int i = 0; i < n; i++) scale = fmax(scale, fabs(fd[i].central));
     assert_true(scale > 1e-6); /* the check measures something */
-    for (int i = 0; i < n; i++)
-        if (fabs(an[i] - fd[i]) > tol_rel * scale + tol_abs) {
-            fprintf(stderr, "%s: entry %d analytic %.9g finite difference %.9g (scale %.3g)\n", what, i, an[i], fd[i], scale);
-            fail();
+    double tol = tol_rel * scale + tol_abs;
+    for (int i = 0; i < n; i++) {
+        if (fabs(an[i] - fd[i].central) <= tol) continue;
+        if (fabs(fd[i].fwd - fd[i].bwd) > tol && (fabs(an[i] - fd[i].fwd) <= tol || fabs(an[i] - fd[i].bwd) <= tol)) {
+            kinks++;
+            continue;
         }
+        fprintf(stderr, "%s: entry %d analytic %.9g finite difference %.9g (one-sided %.9g, %.9g; scale %.3g)\n", what,
+                i, an[i], fd[i].central, fd[i].fwd, fd[i].bwd, scale);
+        fail();
+    }
+    if (kinks) fprintf(stderr, "%s: %d of %d entries sit within the step of a kink: one-sided slopes used\n", what, kinks, n);
+    assert_true(4 * kinks <= n);
 }
 
 static void random_ray(const vx_fit_model *f, vx_vec3 *o, vx_vec3 *d) {
@@ -145,7 +162,8 @@ typedef struct {
     vx_fit_index L;
     int layers, nw;
     size_t n;
-    double *grid, *w, *an, *fd;
+    double *grid, *w, *an;
+    fd_val *fd;
     vx_vec3 o, d;
 } fd_case;
 
@@ -156,7 +174,7 @@ static void fd_case_init(fd_case *c, int layers) {
     c->n = (size_t)c->f.nx * c->f.ny * c->f.nz * c->f.nc;
     c->grid = malloc(c->n * sizeof(double));
     c->an = malloc(c->n * sizeof(double));
-    c->fd = malloc(c->n * sizeof(double));
+    c->fd = malloc(c->n * sizeof(fd_val));
     c->w = malloc((size_t)c->nw * sizeof(double));
     assert_true(c->grid && c->an && c->fd && c->w);
     for (size_t i = 0; i < c->n; i++) c->grid[i] = c->f.data[i];
@@ -171,16 +189,17 @@ static void fd_case_free(fd_case *c) {
     vx_fit_model_free(&c->f);
 }
 
-/* The central difference of the reference (ray_ref_px with g, target, px) in entry i of v,
- * the case's grid or weights. */
-static double fd_case_diff(fd_case *c, double *v, size_t i, const double *g, const float *target, double px) {
+/* The central and one-sided differences of the reference (ray_ref_px with g, target, px) in
+ * entry i of v, the case's grid or weights. */
+static fd_val fd_case_diff(fd_case *c, double *v, size_t i, const double *g, const float *target, double px) {
     const double h = 1e-6, v0 = v[i];
+    double l0 = ray_ref_px(&c->f.mp, c->grid, c->w, c->layers, c->o, c->d, g, target, px);
     v[i] = v0 + h;
     double lp = ray_ref_px(&c->f.mp, c->grid, c->w, c->layers, c->o, c->d, g, target, px);
     v[i] = v0 - h;
     double lm = ray_ref_px(&c->f.mp, c->grid, c->w, c->layers, c->o, c->d, g, target, px);
     v[i] = v0;
-    return (lp - lm) / (2 * h);
+    return (fd_val){(lp - lm) / (2 * h), (lp - l0) / h, (l0 - lm) / h};
 }
 
 /* dL/d(grid) and dL/d(weights) of one ray against central differences: every grid entry,
@@ -208,7 +227,8 @@ static void test_ray_backward_grad(void **state) {
         int pick[303];
         for (int k = 0; k < 300; k++) pick[k] = (int)(vx_test_rand() * c.nw);
         for (int q = 0; q < 3; q++) pick[300 + q] = vx_mlp_out_offset(c.layers) + 3 * VX_MLP_WIDTH + q;
-        double wan[303], wfd[303];
+        double wan[303];
+        fd_val wfd[303];
         for (int k = 0; k < 303; k++) {
             wfd[k] = fd_case_diff(&c, c.w, (size_t)pick[k], g, NULL, 0.0);
             wan[k] = c.f.mlp_grad[pick[k]];
@@ -248,7 +268,8 @@ static void test_rgbper_grad(void **state) {
             c.an[nf++] = c.f.grad[i];
         }
         check_close(c.an, c.fd, nf, 2e-4, 1e-6, "rgbper dL/dfeatures");
-        double wan[200], wfd[200];
+        double wan[200];
+        fd_val wfd[200];
         for (int k = 0; k < 200; k++) {
             size_t i = (size_t)(vx_test_rand() * c.nw);
             wfd[k] = fd_case_diff(&c, c.w, i, g0, target, lambda);
