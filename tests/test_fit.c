@@ -3,6 +3,7 @@
  * hand, upsample/prune properties, malformed datasets, PSNR/SSIM, and a tiny end-to-end
  * fit of a procedural scene rendered by voxray itself. */
 #include "vx_test.h"
+#include "fd_check.h"
 
 #include <math.h>
 #include <omp.h>
@@ -30,19 +31,6 @@
  * can only be passed by a fit that learned the orbs' shapes and colours, with margin
  * against the seed-to-seed spread. */
 #define VX_FIT_TEST_PSNR 20.0
-
-/* |analytic - fd| <= tol_rel * scale + tol_abs, scale = largest |fd| of the check */
-static void check_close(const double *an, const double *fd, int n, double tol_rel, double tol_abs, const char *what) {
-    double scale = 0.0;
-    for (int i = 0; i < n; i++) scale = fmax(scale, fabs(fd[i]));
-    for (int i = 0; i < n; i++) {
-        double err = fabs(an[i] - fd[i]);
-        if (err > tol_rel * scale + tol_abs) {
-            fprintf(stderr, "%s: entry %d analytic %.9g finite difference %.9g (scale %.3g)\n", what, i, an[i], fd[i], scale);
-            fail();
-        }
-    }
-}
 
 /* ---- compositing ------------------------------------------------------------------------ */
 
@@ -77,7 +65,8 @@ static void test_composite_grad(void **state) {
             T *= 1.0f - a;
         }
         for (int q = 0; q < 3; q++) C[q] = acc[q] + T * (float)bg[q];
-        double an_s[16], an_c[48], fd_s[16], fd_c[48];
+        double an_s[16], an_c[48];
+        vx_fd fd_s[16], fd_c[48];
         T = 1.0f;
         acc[0] = acc[1] = acc[2] = 0.0f;
         for (int k = 0; k < n; k++) {
@@ -88,23 +77,23 @@ static void test_composite_grad(void **state) {
             an_s[k] = vx_fit_composite_dsigma(gf, ck, T, acc, C, (float)delta[k]);
             for (int q = 0; q < 3; q++) an_c[3 * k + q] = w * gf[q];
         }
-        const double h = 1e-6;
+        const double h = 1e-6, l0 = composite_ref(n, sigma, delta, c, bg, g);
         for (int k = 0; k < n; k++) {
             double s0 = sigma[k];
             sigma[k] = s0 + h; double lp = composite_ref(n, sigma, delta, c, bg, g);
             sigma[k] = s0 - h; double lm = composite_ref(n, sigma, delta, c, bg, g);
             sigma[k] = s0;
-            fd_s[k] = (lp - lm) / (2 * h);
+            fd_s[k] = vx_fd_of(lp, l0, lm, h);
             for (int q = 0; q < 3; q++) {
                 double c0 = c[3 * k + q];
                 c[3 * k + q] = c0 + h; lp = composite_ref(n, sigma, delta, c, bg, g);
                 c[3 * k + q] = c0 - h; lm = composite_ref(n, sigma, delta, c, bg, g);
                 c[3 * k + q] = c0;
-                fd_c[3 * k + q] = (lp - lm) / (2 * h);
+                fd_c[3 * k + q] = vx_fd_of(lp, l0, lm, h);
             }
         }
-        check_close(an_s, fd_s, n, 1e-4, 1e-6, "composite dL/dsigma");
-        check_close(an_c, fd_c, 3 * n, 1e-4, 1e-6, "composite dL/dc");
+        vx_fd_check(an_s, fd_s, n, 1e-4, 1e-6, "composite dL/dsigma");
+        vx_fd_check(an_c, fd_c, 3 * n, 1e-4, 1e-6, "composite dL/dc");
     }
 }
 
@@ -144,16 +133,17 @@ static void test_decode_grad(void **state) {
         float rgb[3];
         float sig = vx_decode(&dec, rawf, d, rgb);
         assert_true(fabs(sig - dec.density_scale * fmax(raw[0], 0.0)) < 1e-4 * (1 + sig));
-        double an[64], fd[64], h = 1e-6;
+        double an[64], h = 1e-6, l0 = decode_ref(&dec, raw, b, nb, a, u);
+        vx_fd fd[64];
         for (int i = 0; i < nc; i++) {
             double r0 = raw[i];
             raw[i] = r0 + h; double lp = decode_ref(&dec, raw, b, nb, a, u);
             raw[i] = r0 - h; double lm = decode_ref(&dec, raw, b, nb, a, u);
             raw[i] = r0;
-            fd[i] = (lp - lm) / (2 * h);
+            fd[i] = vx_fd_of(lp, l0, lm, h);
             an[i] = draw[i];
         }
-        check_close(an, fd, nc, 1e-4, 1e-6, "sh decoder backward");
+        vx_fd_check(an, fd, nc, 1e-4, 1e-6, "sh decoder backward");
     }
 }
 
@@ -173,7 +163,8 @@ static void test_trilinear_scatter(void **state) {
         vx_fit_index L = {nx, ny, nz, {0, 0, 0}, NULL, NULL}; /* dense */
         vx_fit_trilinear_scatter(grad, &L, nc, p, u);
         /* L = u . fetch(data) is linear in data: its finite difference is exact */
-        double an[1024], fd[1024];
+        double an[1024];
+        vx_fd fd[1024];
         int m = (int)n < 1024 ? (int)n : 1024;
         for (int i = 0; i < m; i++) {
             float d0 = data[i];
@@ -184,10 +175,10 @@ static void test_trilinear_scatter(void **state) {
             vx_trilinear_fetch(data, nx, ny, nz, nc, p, out);
             double lm = 0; for (int c = 0; c < nc; c++) lm += (double)u[c] * out[c];
             data[i] = d0;
-            fd[i] = lp - lm;
+            fd[i] = vx_fd_linear(lp - lm);
             an[i] = grad[i];
         }
-        check_close(an, fd, m, 1e-5, 1e-6, "trilinear scatter");
+        vx_fd_check(an, fd, m, 1e-5, 1e-6, "trilinear scatter");
         free(data);
         free(grad);
     }
@@ -310,7 +301,8 @@ static void test_march_backward_grad(void **state) {
         vx_fit_model f;
         random_model(&f, trial % 4);
         size_t n = (size_t)f.nx * f.ny * f.nz * f.nc;
-        double *grid = fill_random_sh(&f), *an = malloc(n * sizeof(double)), *fd = malloc(n * sizeof(double));
+        double *grid = fill_random_sh(&f), *an = malloc(n * sizeof(double));
+        vx_fd *fd = malloc(n * sizeof(vx_fd));
         vx_vec3 o, d;
         random_ray(&f, &o, &d);
         double g[3];
@@ -332,10 +324,10 @@ static void test_march_backward_grad(void **state) {
             grid[i] = v0 + h; double lp = ray_ref(&f.mp, grid, o, d, g);
             grid[i] = v0 - h; double lm = ray_ref(&f.mp, grid, o, d, g);
             grid[i] = v0;
-            fd[i] = (lp - lm) / (2 * h);
+            fd[i] = vx_fd_of(lp, ref, lm, h);
             an[i] = f.grad[i];
         }
-        check_close(an, fd, (int)n, 2e-4, 1e-6, "ray backward dL/dgrid");
+        vx_fd_check(an, fd, (int)n, 2e-4, 1e-6, "ray backward dL/dgrid");
         /* empty-space skipping leaves the gradient as it is (skipped samples have relu'd zero) */
         for (size_t v = 0; v < n / f.nc; v++)
             if (v % 3 == 0) f.data[v * f.nc] = -1.0f;
@@ -365,7 +357,8 @@ static void test_ray_reg_grad(void **state) {
         vx_fit_model f;
         random_model(&f, trial % 4);
         size_t n = (size_t)f.nx * f.ny * f.nz * f.nc;
-        double *grid = fill_random_sh(&f), *an = malloc(n * sizeof(double)), *fd = malloc(n * sizeof(double));
+        double *grid = fill_random_sh(&f), *an = malloc(n * sizeof(double));
+        vx_fd *fd = malloc(n * sizeof(vx_fd));
         vx_vec3 o, d;
         random_ray(&f, &o, &d);
         double g[3] = {0, 0, 0}, lam[3] = {mode == 0 || mode == 3 ? vx_test_uniform(0.01, 0.1) : 0.0,
@@ -395,12 +388,12 @@ static void test_ray_reg_grad(void **state) {
             grid[i] = v0 + h; double lp = ray_ref(&f.mp, grid, o, d, g) + ray_reg_ref(&f.mp, grid, o, d, lam);
             grid[i] = v0 - h; double lm = ray_ref(&f.mp, grid, o, d, g) + ray_reg_ref(&f.mp, grid, o, d, lam);
             grid[i] = v0;
-            fd[i] = (lp - lm) / (2 * h);
+            fd[i] = vx_fd_of(lp, ref, lm, h);
             an[i] = f.grad[i];
         }
         const char *what[4] = {"sparsity dL/dgrid", "distortion dL/dgrid", "binary alpha dL/dgrid",
                                "colour + sparsity + distortion + binary dL/dgrid"};
-        check_close(an, fd, (int)n, 2e-4, 1e-6, what[mode]);
+        vx_fd_check(an, fd, (int)n, 2e-4, 1e-6, what[mode]);
         free(grid); free(an); free(fd);
         vx_fit_model_free(&f);
     }
@@ -417,7 +410,8 @@ static void test_rgbper_grad_sh(void **state) {
         vx_fit_model f;
         random_model(&f, trial % 4);
         size_t n = (size_t)f.nx * f.ny * f.nz * f.nc;
-        double *grid = fill_random_sh(&f), *an = malloc(n * sizeof(double)), *fd = malloc(n * sizeof(double));
+        double *grid = fill_random_sh(&f), *an = malloc(n * sizeof(double));
+        vx_fd *fd = malloc(n * sizeof(vx_fd));
         float *dens = malloc(n * sizeof(float));
         vx_vec3 o, d;
         random_ray(&f, &o, &d);
@@ -442,7 +436,7 @@ static void test_rgbper_grad_sh(void **state) {
             fail();
         }
         int nf = 0;
-        const double h = 1e-6;
+        const double h = 1e-6, l0 = ray_ref_px(&f.mp, grid, o, d, g, target, lambda);
         for (size_t i = 0; i < n; i++) {
             if (i % f.nc == 0) {
                 assert_true(f.grad[i] == dens[i]);
@@ -452,10 +446,10 @@ static void test_rgbper_grad_sh(void **state) {
             grid[i] = v0 + h; double lp = ray_ref_px(&f.mp, grid, o, d, g, target, lambda);
             grid[i] = v0 - h; double lm = ray_ref_px(&f.mp, grid, o, d, g, target, lambda);
             grid[i] = v0;
-            fd[nf] = (lp - lm) / (2 * h);
+            fd[nf] = vx_fd_of(lp, l0, lm, h);
             an[nf++] = f.grad[i];
         }
-        check_close(an, fd, nf, 2e-4, 1e-6, trial % 2 ? "colour + rgbper dL/dSH" : "rgbper dL/dSH");
+        vx_fd_check(an, fd, nf, 2e-4, 1e-6, trial % 2 ? "colour + rgbper dL/dSH" : "rgbper dL/dSH");
         free(grid); free(an); free(fd); free(dens);
         vx_fit_model_free(&f);
     }
@@ -582,7 +576,8 @@ static void test_tv_grad(void **state) {
         vx_fit_model f;
         random_model(&f, trial % 2);
         size_t n = (size_t)f.nx * f.ny * f.nz * f.nc;
-        double *v = malloc(n * sizeof(double)), *an = malloc(n * sizeof(double)), *fd = malloc(n * sizeof(double));
+        double *v = malloc(n * sizeof(double)), *an = malloc(n * sizeof(double));
+        vx_fd *fd = malloc(n * sizeof(vx_fd));
         for (size_t i = 0; i < n; i++) { f.data[i] = (float)vx_test_uniform(-1, 1); v[i] = f.data[i]; }
         double ws = vx_test_uniform(0.1, 1), wc = vx_test_uniform(0.1, 1), eps = 1e-2;
         vx_fit_zero_grad_cpu(&f);
@@ -594,10 +589,10 @@ static void test_tv_grad(void **state) {
             v[i] = v0 + h; double lp = tv_ref(v, f.nx, f.ny, f.nz, f.nc, ws, wc, eps);
             v[i] = v0 - h; double lm = tv_ref(v, f.nx, f.ny, f.nz, f.nc, ws, wc, eps);
             v[i] = v0;
-            fd[i] = (lp - lm) / (2 * h);
+            fd[i] = vx_fd_of(lp, ref, lm, h);
             an[i] = f.grad[i];
         }
-        check_close(an, fd, (int)n, 1e-4, 1e-6, "TV gradient");
+        vx_fd_check(an, fd, (int)n, 1e-4, 1e-6, "TV gradient");
         /* fraction 0 visits nothing; 0.5 visits part of the grid */
         vx_fit_zero_grad_cpu(&f);
         assert_true(vx_fit_tv_backward_cpu(&f, 1, 1, 0.0f, 3, 1e-2f) == 0.0);

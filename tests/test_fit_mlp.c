@@ -3,6 +3,7 @@
  * forward, Adam on the weights, the written scene rendering as the model does, and a small
  * end-to-end fit that must learn the scene's shapes and colours. */
 #include "vx_test.h"
+#include "fd_check.h"
 
 #include <math.h>
 #include <sys/stat.h>
@@ -113,33 +114,9 @@ static double ray_ref(const vx_march_params *m, const double *grid, const double
     return ray_ref_px(m, grid, w, layers, o, d, g, NULL, 0.0);
 }
 
-/* A finite-difference slope: central, and the one-sided slopes either side, which tell a
- * ReLU kink (the network's, or the density's clamp) lying within the step from a smooth point. */
-typedef struct {
-    double central, fwd, bwd;
-} fd_val;
-
-/* |analytic - central| <= tol_rel * (largest |central|) + tol_abs for every entry; where a
- * kink lies within the step (the one-sided slopes differ by more than the tolerance), the
- * analytic slope must instead match one of the one-sided ones, and such entries stay few. */
-static void check_close(const double *an, const fd_val *fd, int n, double tol_rel, double tol_abs, const char *what) {
-    double scale = 0.0;
-    int kinks = 0;
-    for (int i = 0; i < n; i++) scale = fmax(scale, fabs(fd[i].central));
-    assert_true(scale > 1e-6); /* the check measures something */
-    double tol = tol_rel * scale + tol_abs;
-    for (int i = 0; i < n; i++) {
-        if (fabs(an[i] - fd[i].central) <= tol) continue;
-        if (fabs(fd[i].fwd - fd[i].bwd) > tol && (fabs(an[i] - fd[i].fwd) <= tol || fabs(an[i] - fd[i].bwd) <= tol)) {
-            kinks++;
-            continue;
-        }
-        fprintf(stderr, "%s: entry %d analytic %.9g finite difference %.9g (one-sided %.9g, %.9g; scale %.3g)\n", what,
-                i, an[i], fd[i].central, fd[i].fwd, fd[i].bwd, scale);
-        fail();
-    }
-    if (kinks) fprintf(stderr, "%s: %d of %d entries sit within the step of a kink: one-sided slopes used\n", what, kinks, n);
-    assert_true(4 * kinks <= n);
+/* the analytic gradient against differences, which must measure something */
+static void check_close(const double *an, const vx_fd *fd, int n, double tol_rel, double tol_abs, const char *what) {
+    assert_true(vx_fd_check(an, fd, n, tol_rel, tol_abs, what) > 1e-6);
 }
 
 static void random_ray(const vx_fit_model *f, vx_vec3 *o, vx_vec3 *d) {
@@ -163,7 +140,7 @@ typedef struct {
     int layers, nw;
     size_t n;
     double *grid, *w, *an;
-    fd_val *fd;
+    vx_fd *fd;
     vx_vec3 o, d;
 } fd_case;
 
@@ -174,7 +151,7 @@ static void fd_case_init(fd_case *c, int layers) {
     c->n = (size_t)c->f.nx * c->f.ny * c->f.nz * c->f.nc;
     c->grid = malloc(c->n * sizeof(double));
     c->an = malloc(c->n * sizeof(double));
-    c->fd = malloc(c->n * sizeof(fd_val));
+    c->fd = malloc(c->n * sizeof(vx_fd));
     c->w = malloc((size_t)c->nw * sizeof(double));
     assert_true(c->grid && c->an && c->fd && c->w);
     for (size_t i = 0; i < c->n; i++) c->grid[i] = c->f.data[i];
@@ -189,17 +166,20 @@ static void fd_case_free(fd_case *c) {
     vx_fit_model_free(&c->f);
 }
 
-/* The central and one-sided differences of the reference (ray_ref_px with g, target, px) in
- * entry i of v, the case's grid or weights. */
-static fd_val fd_case_diff(fd_case *c, double *v, size_t i, const double *g, const float *target, double px) {
+/* The reference (ray_ref_px with g, target, px) at the case's grid and weights. */
+static double fd_case_loss(fd_case *c, const double *g, const float *target, double px) {
+    return ray_ref_px(&c->f.mp, c->grid, c->w, c->layers, c->o, c->d, g, target, px);
+}
+
+/* Its differences in entry i of v, the case's grid or weights; l0 its value unchanged. */
+static vx_fd fd_case_diff(fd_case *c, double *v, size_t i, double l0, const double *g, const float *target, double px) {
     const double h = 1e-6, v0 = v[i];
-    double l0 = ray_ref_px(&c->f.mp, c->grid, c->w, c->layers, c->o, c->d, g, target, px);
     v[i] = v0 + h;
-    double lp = ray_ref_px(&c->f.mp, c->grid, c->w, c->layers, c->o, c->d, g, target, px);
+    double lp = fd_case_loss(c, g, target, px);
     v[i] = v0 - h;
-    double lm = ray_ref_px(&c->f.mp, c->grid, c->w, c->layers, c->o, c->d, g, target, px);
+    double lm = fd_case_loss(c, g, target, px);
     v[i] = v0;
-    return (fd_val){(lp - lm) / (2 * h), (lp - l0) / h, (l0 - lm) / h};
+    return vx_fd_of(lp, l0, lm, h);
 }
 
 /* dL/d(grid) and dL/d(weights) of one ray against central differences: every grid entry,
@@ -220,7 +200,7 @@ static void test_ray_backward_grad(void **state) {
         double ref = ray_ref(&c.f.mp, c.grid, c.w, c.layers, c.o, c.d, g);
         assert_true(fabs(ref - (g[0] * fwd.rgb[0] + g[1] * fwd.rgb[1] + g[2] * fwd.rgb[2])) < 1e-4);
         for (size_t i = 0; i < c.n; i++) {
-            c.fd[i] = fd_case_diff(&c, c.grid, i, g, NULL, 0.0);
+            c.fd[i] = fd_case_diff(&c, c.grid, i, ref, g, NULL, 0.0);
             c.an[i] = c.f.grad[i];
         }
         check_close(c.an, c.fd, (int)c.n, 2e-4, 1e-6, "mlp ray backward dL/dgrid");
@@ -228,9 +208,9 @@ static void test_ray_backward_grad(void **state) {
         for (int k = 0; k < 300; k++) pick[k] = (int)(vx_test_rand() * c.nw);
         for (int q = 0; q < 3; q++) pick[300 + q] = vx_mlp_out_offset(c.layers) + 3 * VX_MLP_WIDTH + q;
         double wan[303];
-        fd_val wfd[303];
+        vx_fd wfd[303];
         for (int k = 0; k < 303; k++) {
-            wfd[k] = fd_case_diff(&c, c.w, (size_t)pick[k], g, NULL, 0.0);
+            wfd[k] = fd_case_diff(&c, c.w, (size_t)pick[k], ref, g, NULL, 0.0);
             wan[k] = c.f.mlp_grad[pick[k]];
         }
         check_close(wan, wfd, 303, 2e-4, 1e-6, "mlp ray backward dL/dweights");
@@ -264,15 +244,15 @@ static void test_rgbper_grad(void **state) {
                 assert_true(c.f.grad[i] == 0.0f);
                 continue;
             }
-            c.fd[nf] = fd_case_diff(&c, c.grid, i, g0, target, lambda);
+            c.fd[nf] = fd_case_diff(&c, c.grid, i, ref, g0, target, lambda);
             c.an[nf++] = c.f.grad[i];
         }
         check_close(c.an, c.fd, nf, 2e-4, 1e-6, "rgbper dL/dfeatures");
         double wan[200];
-        fd_val wfd[200];
+        vx_fd wfd[200];
         for (int k = 0; k < 200; k++) {
             size_t i = (size_t)(vx_test_rand() * c.nw);
-            wfd[k] = fd_case_diff(&c, c.w, i, g0, target, lambda);
+            wfd[k] = fd_case_diff(&c, c.w, i, ref, g0, target, lambda);
             wan[k] = c.f.mlp_grad[i];
         }
         check_close(wan, wfd, 200, 2e-4, 1e-6, "rgbper dL/dweights");
