@@ -23,7 +23,8 @@ typedef struct {
     int sh_degree;       /* 0..3 for the sh decoder */
     float window_lo, window_hi; /* scalar: value window mapped to [0,1] */
     int tf_n;            /* scalar: number of control points (>= 2) */
-    int shade;           /* scalar: light by the interpolated gradient (march.h vx_shade) */
+    int shade;           /* scalar: light by the interpolated gradient (march.h vx_shade);
+                          * mlp: the network sees the view direction reflected about it */
     float tf[VX_TF_MAX][5]; /* scalar: [v, r, g, b, sigma], v ascending in [0,1] */
 } vx_decoder;
 
@@ -42,6 +43,12 @@ VX_HD void vx_decoder_set_mlp(vx_decoder *d, int layers, const float *w) {
     d->sh_degree = layers;
     memcpy(d->tf, &w, sizeof w);
 }
+
+/* The mlp decoder's `reflect` flag (scene "direction": "reflected", fit --mlp-reflect),
+ * kept in the scalar decoder's shade: the network's direction input is the view direction
+ * mirrored about the density gradient's plane (march.h vx_reflect_dir), as Ref-NeRF feeds
+ * its network, so one highlight is shared by surfaces of every orientation. */
+VX_HD int vx_decoder_mlp_reflect(const vx_decoder *d) { return d->type == VX_DEC_MLP && d->shade; }
 
 /* The mlp decoder: channel 0 is raw density, channels 1..15 features. Colour is a small
  * network shared by every voxel: in = the 15 features and the view direction's degree-3

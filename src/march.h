@@ -409,16 +409,24 @@ VX_HD vx_vec3 vx_gradient_probe(vx_vec3 p, int k) {
     return vx_v3(p.x + (k >> 1 == 0 ? h : 0.0f), p.y + (k >> 1 == 1 ? h : 0.0f), p.z + (k >> 1 == 2 ? h : 0.0f));
 }
 
-/* Headlight shading from the six probe values f[k] = value at vx_gradient_probe(p, k): the
- * index-space gradient (central differences) goes to world space through the transpose of
- * the world-to-index map, and rgb becomes rgb (0.35 + 0.65 |n.d|) + 0.25 |n.d|^24 (ambient,
- * two-sided diffuse, white specular with the light at the eye). Where the gradient is weak
- * against the window (flat regions, noisy normals) the shaded colour fades to the plain one. */
-VX_HD void vx_shade(const vx_march_params *m, const float *f, vx_vec3 d, float *rgb) {
-    float gi[3] = {f[0] - f[1], f[2] - f[3], f[4] - f[5]};
+/* The world-space gradient from the six probe values f[k] = value at vx_gradient_probe(p, k):
+ * central differences in index space, taken to world space through the transpose of the
+ * world-to-index map. gi (when not NULL) gets the index-space differences. */
+VX_HD vx_vec3 vx_probe_gradient(const vx_march_params *m, const float *f, float *gi) {
+    float g[3] = {f[0] - f[1], f[2] - f[3], f[4] - f[5]};
     const float *w = m->w2i;
-    vx_vec3 gw = vx_v3(w[0] * gi[0] + w[4] * gi[1] + w[8] * gi[2], w[1] * gi[0] + w[5] * gi[1] + w[9] * gi[2],
-                       w[2] * gi[0] + w[6] * gi[1] + w[10] * gi[2]);
+    if (gi) { gi[0] = g[0]; gi[1] = g[1]; gi[2] = g[2]; }
+    return vx_v3(w[0] * g[0] + w[4] * g[1] + w[8] * g[2], w[1] * g[0] + w[5] * g[1] + w[9] * g[2],
+                 w[2] * g[0] + w[6] * g[1] + w[10] * g[2]);
+}
+
+/* Headlight shading from the six probe values (vx_probe_gradient): rgb becomes
+ * rgb (0.35 + 0.65 |n.d|) + 0.25 |n.d|^24 (ambient, two-sided diffuse, white specular with
+ * the light at the eye). Where the gradient is weak against the window (flat regions, noisy
+ * normals) the shaded colour fades to the plain one. */
+VX_HD void vx_shade(const vx_march_params *m, const float *f, vx_vec3 d, float *rgb) {
+    float gi[3];
+    vx_vec3 gw = vx_probe_gradient(m, f, gi);
     float len = vx_len(gw), win = m->dec.window_hi - m->dec.window_lo;
     float strength = sqrtf(gi[0] * gi[0] + gi[1] * gi[1] + gi[2] * gi[2]) / (win > 0.0f ? win : 1.0f);
     float k = vx_clampf(strength * 50.0f, 0.0f, 1.0f); /* full shading from 2% of the window per voxel */
@@ -428,6 +436,17 @@ VX_HD void vx_shade(const vx_march_params *m, const float *f, vx_vec3 d, float *
         float lit = vx_minf(rgb[c] * (0.35f + 0.65f * ndl) + spec, 1.0f);
         rgb[c] += k * (lit - rgb[c]);
     }
+}
+
+/* The mlp decoder's reflected direction (decoder flag `reflect`, Ref-NeRF's input): the
+ * view direction d mirrored in the plane whose normal is the density gradient g (world
+ * space), d - 2 (d.n) n with n = g / |g| (either sign of n gives the same mirror image). A
+ * zero or non-finite gradient (flat density, inside a constant block) leaves d as it is. */
+VX_HD vx_vec3 vx_reflect_dir(vx_vec3 d, vx_vec3 g) {
+    float gg = vx_dot(g, g);
+    if (!(gg > 1e-30f) || !(gg < 1e30f)) return d;
+    float k = 2.0f * vx_dot(d, g) / gg;
+    return vx_v3(d.x - k * g.x, d.y - k * g.y, d.z - k * g.z);
 }
 
 /* ---- the CPU ops: dense and sparse float32 storage, any decoder -------------------------- */
@@ -456,6 +475,13 @@ VX_CPU_FLATTEN VX_HD float vx_grid_op_sample(void *op, const vx_sample *s, vx_ve
     vx_grid_op *g = (vx_grid_op *)op;
     const vx_march_params *m = g->m;
     vx_trilinear_fetch_grid(g->data, g->sparse, m->nx, m->ny, m->nz, m->nc, m->nc, s->p, g->raw);
+    if (m->dec.type == VX_DEC_MLP && vx_decoder_mlp_reflect(&m->dec) &&
+        vx_density_activate(m->dec.density_act, g->raw[0]) * m->dec.density_scale > 0.0f) {
+        float f[6]; /* the network sees d mirrored about the density's surface */
+        for (int k = 0; k < 6; k++)
+            vx_trilinear_fetch_grid(g->data, g->sparse, m->nx, m->ny, m->nz, m->nc, 1, vx_gradient_probe(s->p, k), f + k);
+        d = vx_reflect_dir(d, vx_probe_gradient(m, f, NULL));
+    }
     float sigma = vx_decode(&m->dec, g->raw, d, rgb);
     if (m->dec.type == VX_DEC_SCALAR && m->dec.shade && sigma > 0.0f) {
         float f[6];

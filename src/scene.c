@@ -79,7 +79,8 @@ static int vx__pick(const char *s, const char *const *names, const char *file, c
 
 static int vx__parse_decoder(const cJSON *j, const char *file, vx_scene *s) {
     static const char *keys[] = {"type", "density_activation", "color_activation", "density_scale", "degree",
-                                 "window", "transfer_function", "preset", "shading", "layers", "weights", NULL};
+                                 "window", "transfer_function", "preset", "shading", "layers", "weights", "direction",
+                                 NULL};
     static const char *types[] = {"rgba", "sh", "scalar", "mlp", NULL};
     static const char *dacts[] = {"relu", "softplus", "exp", "none", NULL};
     vx_decoder *d = &s->dec;
@@ -133,6 +134,12 @@ static int vx__parse_decoder(const cJSON *j, const char *file, vx_scene *s) {
             return vx_error("%s: decoder.weights: %s", file, m2);
         }
         vx_decoder_set_mlp(d, nlayers, s->mlp);
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(j, "direction"))) { /* the network's direction input */
+        static const char *dirs[] = {"view", "reflected", NULL};
+        if (type != VX_DEC_MLP) return vx_error("%s: 'decoder.direction' only applies to the mlp decoder", file);
+        if (vx__str(v, file, "decoder.direction", &str) || vx__pick(str, dirs, file, "decoder.direction", &d->shade))
+            return -1;
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(j, "degree"))) {
         double deg;

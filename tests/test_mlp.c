@@ -224,6 +224,71 @@ static void test_box_mlp(void **state) {
     }
 }
 
+/* The reflected direction (decoder flag reflect) on a slab whose density rises along z
+ * alone: its gradient is exactly vertical, so every sample's network sees the pixel's ray
+ * direction with z negated, r = (dx, dy, -dz). With a black background a pixel is c(d) a
+ * seen along d and c(r) a with reflect on, the same opacity a (density is untouched), so
+ * their ratio per channel is the reference network's c(r) / c(d), for random weights and
+ * features and cameras from 15 to 60 degrees above the slab. */
+static void test_reflect_slab(void **state) {
+    (void)state;
+    for (int layers = 1; layers <= 2; layers++) {
+        float f[VX_MLP_MAX_WEIGHTS], vals[VX_MLP_CHANNELS];
+        random_file_weights(layers, f, 0.5);
+        for (int c = 1; c < VX_MLP_CHANNELS; c++) vals[c] = (float)vx_test_uniform(-1, 1);
+        vals[0] = 1.0f;
+        vx_scene s;
+        make_mlp_scene(&s, layers, vals, f);
+        double base = vx_test_uniform(0.1, 0.4), rise = vx_test_uniform(0.1, 0.3);
+        for (int z = 0; z < 7; z++)
+            for (int i = 0; i < 5 * 6; i++) s.grid.data[((size_t)z * 30 + i) * VX_MLP_CHANNELS] = (float)(base + rise * z);
+        for (int k = 0; k < 3; k++) s.background[k] = 0.0f;
+        double el = vx_test_uniform(15, 60) * M_PI / 180, az = vx_test_uniform(0, 2 * M_PI);
+        double eye[3] = {3.5 * cos(el) * sin(az), 3.5 * cos(el) * cos(az), 3.5 * sin(el)}, target[3] = {0, 0, 0};
+        double up[3] = {0, 0, 1};
+        vx_camera cam;
+        assert_int_equal(vx_camera_look_at(&cam, eye, target, up, 30, 24, 20), 0);
+        vx_render_opts o;
+        vx_render_opts_default(&o);
+        o.stop = 0;
+        vx_frame fv, fr;
+        vx_volume v;
+        assert_int_equal(vx_frame_alloc(&fv, cam.width, cam.height, 0), 0);
+        assert_int_equal(vx_frame_alloc(&fr, cam.width, cam.height, 0), 0);
+        assert_int_equal(vx_volume_prepare(&v, &s, &o), 0);
+        assert_int_equal(vx_render_cpu(&v, &cam, &o, &fv), 0);
+        vx_volume_free(&v);
+        s.dec.shade = 1;
+        assert_true(vx_decoder_mlp_reflect(&s.dec));
+        assert_int_equal(vx_volume_prepare(&v, &s, &o), 0);
+        assert_int_equal(vx_render_cpu(&v, &cam, &o, &fr), 0);
+        int used = 0;
+        double maxerr = 0, moved = 0;
+        for (int i = 0; i < cam.height; i++)
+            for (int j = 0; j < cam.width; j++) {
+                vx_vec3 ro, rd;
+                vx_camera_ray(&cam, j + 0.5f, i + 0.5f, &ro, &rd);
+                double d3[3] = {rd.x, rd.y, rd.z}, r3[3] = {rd.x, rd.y, -rd.z}, cd[3], cr[3];
+                reference_rgb(layers, f, vals + 1, d3, cd);
+                reference_rgb(layers, f, vals + 1, r3, cr);
+                const float *a = fv.rgb + 3 * ((size_t)i * cam.width + j), *b = fr.rgb + 3 * ((size_t)i * cam.width + j);
+                if (!(a[0] > 0.05f * cd[0] + 0.02f)) continue; /* the slab covers the pixel */
+                used++;
+                for (int k = 0; k < 3; k++) {
+                    maxerr = fmax(maxerr, fabs(b[k] - a[k] * cr[k] / cd[k]));
+                    moved = fmax(moved, fabs(b[k] - a[k]));
+                }
+            }
+        assert_true(used > 100); /* the slab fills most of the view */
+        assert_true(moved > 1e-3); /* the reflection changes the colour the network gives */
+        if (maxerr > 2e-4) fail_msg("%d hidden layers: max error %g against c(r) / c(d)", layers, maxerr);
+        vx_frame_free(&fv);
+        vx_frame_free(&fr);
+        vx_volume_free(&v);
+        vx_scene_free(&s);
+    }
+}
+
 /* A scene directory: grid.npy (4x4x4x16, density 1), mlp.npy, scene.json with `decoder`. */
 static const char *write_scene(const char *name, const char *decoder_json, const float *w, size_t nw, int ndim) {
     static char dir[512];
@@ -305,6 +370,22 @@ static void test_weights_file(void **state) {
     snprintf(path, sizeof path, "%s/grid.npy", dir);
     assert_int_equal(vx_npy_write_f32(path, grid28, 4, gs), 0);
     expect_load_error(dir, "needs 16 channels but the grid has 28");
+    /* the direction the network sees: view (the default) or reflected; nothing else */
+    vx_scene sc;
+    dir = write_scene("reflected", "{\"type\": \"mlp\", \"weights\": \"mlp.npy\", \"direction\": \"reflected\"}", f,
+                      (size_t)n2, 1);
+    assert_int_equal(vx_scene_load(dir, NULL, &sc), 0);
+    assert_true(vx_decoder_mlp_reflect(&sc.dec));
+    vx_scene_free(&sc);
+    dir = write_scene("view", "{\"type\": \"mlp\", \"weights\": \"mlp.npy\", \"direction\": \"view\"}", f, (size_t)n2, 1);
+    assert_int_equal(vx_scene_load(dir, NULL, &sc), 0);
+    assert_false(vx_decoder_mlp_reflect(&sc.dec));
+    vx_scene_free(&sc);
+    dir = write_scene("sideways", "{\"type\": \"mlp\", \"weights\": \"mlp.npy\", \"direction\": \"sideways\"}", f,
+                      (size_t)n2, 1);
+    expect_load_error(dir, "decoder.direction");
+    dir = write_scene("shdir", "{\"type\": \"sh\", \"direction\": \"reflected\"}", NULL, 0, 1);
+    expect_load_error(dir, "only applies to the mlp decoder");
 }
 
 int main(void) {
@@ -313,6 +394,7 @@ int main(void) {
         cmocka_unit_test(test_decode_matches_reference),
         cmocka_unit_test(test_decode_sees_every_weight),
         cmocka_unit_test(test_box_mlp),
+        cmocka_unit_test(test_reflect_slab),
         cmocka_unit_test(test_weights_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -56,6 +56,8 @@ static void vx__fit_usage(FILE *o) {
             "  --lr-mlp A           Adam step size of the network's weights (default 0.001)\n"
             "  --mlp-dir-degree D   the view direction reaches the network as SH up to degree D,\n"
             "                       0..3 (default 3; lower: less view-dependent colour to learn)\n"
+            "  --mlp-reflect        the network sees the view direction reflected about the\n"
+            "                       density's surface (Ref-NeRF), not the view direction itself\n"
             "  --mlp-kernel K       CUDA: batched (default: tiled products over the step's\n"
             "                       samples) or per-ray (the network inside the ray kernel)\n"
             "  --mlp-tensor-cores   CUDA, batched: the network's hidden layers on the tensor cores\n"
@@ -216,7 +218,7 @@ int vx_cmd_fit(int argc, char **argv) {
     const char *dataset = NULL, *out = NULL, *val_split = NULL, *stage_ends = NULL;
     vx_fit_config cfg;
     vx_fit_config_default(&cfg);
-    int sh = 2, downscale = 1, has_bbox = 0, seed = 1, use_mlp = 0, mlp_layers = 2, coarse[VX_FIT_LEVELS], ncoarse = 0,
+    int sh = 2, downscale = 1, has_bbox = 0, seed = 1, use_mlp = 0, mlp_layers = 2, mlp_reflect = 0, coarse[VX_FIT_LEVELS], ncoarse = 0,
         coarse_cut = 1, coarse_only = 0, coarse_density = -1; /* -1: not given */
     double coarse_decay = 0.0;
     double step = 0.5, lo[3], hi[3], dv;
@@ -252,6 +254,7 @@ int vx_cmd_fit(int argc, char **argv) {
             else if (!strcmp(dn, "mlp")) use_mlp = 1;
             else { snprintf(msg, sizeof msg, "--decoder %s: expected sh or mlp", dn); return vx_cli_usage_error("fit", msg); }
         }
+        else if (!strcmp(a, "--mlp-reflect")) mlp_reflect = 1;
         else if (!strcmp(a, "--mlp-layers")) bad = vx_parse_int(a, argv[++i], 1, 2, &mlp_layers);
         else if (!strcmp(a, "--mlp-dir-degree")) {
             int deg = 3;
@@ -369,6 +372,12 @@ int vx_cmd_fit(int argc, char **argv) {
                                        "(--mlp-kernel batched, the default)");
         goto fail;
     }
+    if (mlp_reflect && cfg.backend == VX_BACKEND_CUDA && use_mlp && cfg.hp.mlp_kernel == 1) {
+        rc = vx_cli_usage_error("fit", "--mlp-reflect has no CUDA kernel in the mlp decoder's per-ray step "
+                                       "(--mlp-kernel batched, the default, has it)");
+        goto fail;
+    }
+    if (mlp_reflect && !use_mlp) fprintf(stderr, "voxray: fit: --mlp-reflect has no effect without --decoder mlp\n");
     if (cfg.hp.mlp_tc > 0 && (!use_mlp || cfg.backend != VX_BACKEND_CUDA))
         fprintf(stderr, "voxray: fit: --mlp-tensor-cores has no effect %s\n",
                 use_mlp ? "when training on the CPU" : "without --decoder mlp");
@@ -393,7 +402,9 @@ int vx_cmd_fit(int argc, char **argv) {
     vx_fit_model f;
     float white[3] = {1, 1, 1};
     if (vx_fit_model_init_cpu(&f, cfg.res[0], sh, lo, hi, (float)step, 0.0f, white, cfg.hp.init_sigma)) goto fail;
+    f.mlp_reflect = use_mlp && mlp_reflect; /* before the mlp's first vx_fit_update_params */
     if (use_mlp && vx_fit_model_use_mlp_cpu(&f, mlp_layers, (unsigned)cfg.seed)) goto fail;
+    if (f.mlp_reflect) fprintf(stderr, "fit: the network sees the view direction reflected about the density's surface\n");
     f.coarse_cut = coarse_cut;
     if (coarse_only && (!ncoarse || coarse_only > f.nc - 1)) {
         snprintf(msg, sizeof msg, !ncoarse ? "--coarse-only %d needs --coarse (without a level those channels never move)"
