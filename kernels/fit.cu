@@ -583,8 +583,8 @@ static int vx__rays_mlp_batched(vx_fit_device *g, const vx_fit_ray_src *src, int
         int one = g->mlpb_gather == 2 && K >= VX_MLPB_SLOT_MIN; /* version 2 this pass */
         if (one) {
             if (vx__mlpb_staging(g)) return -1;
-            vx_fit_mlpb_gather1_kernel<<<rb, 128>>>(g->m.mp, ix, g->d_data, occ, *src, list, m, g->mb_st, K, g->mb,
-                                                    g->mb_cap, g->d_rec_count, defer, g->d_ndefer);
+            vx_fit_mlpb_gather1_pick(&g->m.mp)<<<rb, 128>>>(g->m.mp, ix, g->d_data, occ, *src, list, m, g->mb_st, K,
+                                                            g->mb, g->mb_cap, g->d_rec_count, defer, g->d_ndefer);
             VX_LAUNCH_CHECK("vx_fit_mlpb_gather1_kernel");
             if (vx__mlp_pass_read(g, &S, &left)) return -1;
             /* every ray past its slot: this pass counts first instead (version 1's first
@@ -593,8 +593,8 @@ static int vx__rays_mlp_batched(vx_fit_device *g, const vx_fit_ray_src *src, int
             one = S || left < (unsigned)m;
         }
         if (!one) {
-            vx_fit_mlpb_gather_kernel<<<rb, 128>>>(g->m.mp, ix, g->d_data, occ, *src, list, m, g->mb, g->mb_cap,
-                                                   g->d_rec_count, defer, g->d_ndefer);
+            vx_fit_mlpb_gather_pick(&g->m.mp)<<<rb, 128>>>(g->m.mp, ix, g->d_data, occ, *src, list, m, g->mb,
+                                                           g->mb_cap, g->d_rec_count, defer, g->d_ndefer);
             VX_LAUNCH_CHECK("vx_fit_mlpb_gather_kernel");
             if (vx__mlp_pass_counts(g, m, &S, &left)) return -1;
         }
@@ -642,6 +642,9 @@ static int vx__rays_v2(vx_fit_device *g, const vx_fit_ray_src *src, int n, float
         return vx_error("fit: the tensor-core network (--mlp-tensor-cores) runs in the mlp decoder's batched step only");
     if (g->m.mlp_layers && g->mlp_kernel != 2 && vx_fit_src_own_bg(src))
         return vx_error("fit: the random background (--random-bg) has no CUDA kernel in the mlp decoder's per-ray "
+                        "step (the batched one has it)");
+    if (g->m.mlp_layers && g->mlp_kernel != 2 && vx_decoder_mlp_reflect(&g->m.mp.dec))
+        return vx_error("fit: the reflected direction (--mlp-reflect) has no CUDA kernel in the mlp decoder's per-ray "
                         "step (the batched one has it)");
     if (g->m.mlp_layers)
         return g->mlp_kernel == 2 ? vx__rays_mlp_batched(g, src, n, d_rgb) : vx__rays_mlp(g, src, n, d_rgb);
@@ -789,8 +792,13 @@ extern "C" int vx_fit_render_view_cuda(vx_fit_device *g, const vx_camera *c, flo
     const unsigned char *occ = g->m.mp.occ_b ? g->d_occ : NULL;
     if (g->m.mlp_layers) {
         if (vx__mlp_bind(g)) return -1;
-        if (g->m.mlp_layers == 1) vx_fit_render_mlp_kernel<1><<<grid, bs>>>(g->m.mp, L, g->d_data, occ, *c, g->d_render);
-        else vx_fit_render_mlp_kernel<2><<<grid, bs>>>(g->m.mp, L, g->d_data, occ, *c, g->d_render);
+        bool refl = vx_decoder_mlp_reflect(&g->m.mp.dec);
+        if (g->m.mlp_layers == 1)
+            (refl ? vx_fit_render_mlp_kernel<1, true> : vx_fit_render_mlp_kernel<1, false>)<<<grid, bs>>>(
+                g->m.mp, L, g->d_data, occ, *c, g->d_render);
+        else
+            (refl ? vx_fit_render_mlp_kernel<2, true> : vx_fit_render_mlp_kernel<2, false>)<<<grid, bs>>>(
+                g->m.mp, L, g->d_data, occ, *c, g->d_render);
         VX_LAUNCH_CHECK("vx_fit_render_mlp_kernel");
         return vx_cuda_download(rgb, g->d_render, n * sizeof(float));
     }

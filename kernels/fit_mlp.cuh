@@ -23,12 +23,12 @@ __constant__ float vx_c_fit_mlp[VX_MLP_MAX_WEIGHTS];
  * Forward: counts the composited samples. Backward: per composited sample the network's
  * backward, its record (in the ray's reserved stretch of the buffer), and dL/dgrid
  * scattered with float4 atomics. */
-template <int LAYERS, bool BWD> struct vx_fit_mlp_op {
+template <int LAYERS, bool BWD, bool R = false> struct vx_fit_mlp_op {
     static constexpr bool pieces = false;
     const vx_march_params *m;
     const vx_fit_index *L;
     const float *data;
-    vx_vec3 dir;
+    vx_vec3 dir;                          /* R (the decoder's reflect): the sample's reflected one */
     unsigned idx[8];
     float w[8], raw[VX_MLP_CHANNELS];
     int n;                                /* forward: composited samples */
@@ -57,6 +57,7 @@ template <int LAYERS, bool BWD> struct vx_fit_mlp_op {
             for (int c = 0; c < VX_MLP_CHANNELS; c++) f->raw[c] += f->w[j] * v[c];
         }
         f->raw[0] = raw0;
+        if constexpr (R) f->dir = d = vx_fit_reflect_dir(f->m, f->L, f->data, smp->p, d); /* fit_march.h's */
         return vx_decode_mlp(&f->m->dec, vx_c_fit_mlp, LAYERS, f->raw, d, rgb);
     }
 
@@ -222,15 +223,16 @@ __global__ void vx_fit_mlp_adam_kernel(float *w, float *mom, float *var, float *
     vx_fit_adam_update(w + k, mom + k, var + k, gk, lr, b1, b2, eps, bc1, bc2, 0);
 }
 
-/* Forward render of one camera with the network (validation while training). */
-template <int LAYERS>
+/* Forward render of one camera with the network (validation while training); R: the
+ * network sees the reflected direction. */
+template <int LAYERS, bool R = false>
 __global__ void vx_fit_render_mlp_kernel(vx_march_params mp, vx_fit_index L, const float *__restrict__ data,
                                          const unsigned char *__restrict__ occ, vx_camera cam, float *rgb) {
     int px = blockIdx.x * blockDim.x + threadIdx.x, py = blockIdx.y * blockDim.y + threadIdx.y;
     if (px >= cam.width || py >= cam.height) return;
     vx_vec3 o, d;
     vx_camera_ray(&cam, (float)px + 0.5f, (float)py + 0.5f, &o, &d);
-    vx_fit_mlp_op<LAYERS, false> fw;
+    vx_fit_mlp_op<LAYERS, false, R> fw;
     fw.m = &mp; fw.L = &L; fw.data = data; fw.dir = d; fw.n = 0;
     vx_ray_result res = vx_march_run(&mp, occ, o, d, 0.0f, &fw);
     float *out = rgb + ((size_t)py * cam.width + px) * 3;

@@ -27,12 +27,12 @@ __device__ __forceinline__ int vx_fit_mlpb_ray(const vx_fit_ray_src *src, const 
  * writes the sample. rgb is left 0: only T matters here, and it does not depend on it.
  * SLOT (gather version 2): the rows end at `lim`; a sample past it is counted, not
  * written, so n > lim - first says the ray did not fit its slot. */
-template <bool WRITE, bool SLOT = false> struct vx_fit_mlpb_op {
+template <bool WRITE, bool SLOT = false, bool R = false> struct vx_fit_mlpb_op {
     static constexpr bool pieces = false;
     const vx_march_params *m;
     const vx_fit_index *L;
     const float *data;
-    vx_vec3 dir;
+    vx_vec3 dir;          /* the ray's; R (the decoder's reflect): the sample's reflected one */
     float raw[VX_MLP_CHANNELS];
     int n;
     vx_fit_mlp_batch B;
@@ -40,7 +40,7 @@ template <bool WRITE, bool SLOT = false> struct vx_fit_mlpb_op {
 
     static __device__ __forceinline__ float sample(void *op, const vx_sample *smp, vx_vec3 d, float *rgb) {
         vx_fit_mlpb_op *f = (vx_fit_mlpb_op *)op;
-        (void)d;
+        if constexpr (!R) (void)d;
         size_t idx[8];
         float w[8];
         vx_fit_corners(f->L, smp->p, idx, w);
@@ -59,6 +59,7 @@ template <bool WRITE, bool SLOT = false> struct vx_fit_mlpb_op {
 #pragma unroll
                 for (int c = 0; c < VX_MLP_CHANNELS; c++) f->raw[c] += w[j] * v[c];
             }
+            if constexpr (R) f->dir = vx_fit_reflect_dir(f->m, f->L, f->data, smp->p, d); /* fit_march.h's */
         }
         f->raw[0] = raw0;
         return vx_density_activate(f->m->dec.density_act, raw0) * f->m->dec.density_scale;
@@ -92,7 +93,8 @@ template <bool WRITE, bool SLOT = false> struct vx_fit_mlpb_op {
 /* Gather for list entries [0, n): march once to count the composited samples, reserve
  * them with one atomic, march again to write them; a ray that finds the arrays full is put
  * off (deferred, ray_n -1). rec_count[0] counts reservations, rec_count[1] ends the written
- * samples. */
+ * samples. R: the rows carry the reflected direction (vx_decoder_mlp_reflect). */
+template <bool R>
 __global__ void __launch_bounds__(128)
 vx_fit_mlpb_gather_kernel(vx_march_params mp, vx_fit_index L, const float *__restrict__ data,
                           const unsigned char *__restrict__ occ, vx_fit_ray_src src, const int *__restrict__ list,
@@ -116,7 +118,7 @@ vx_fit_mlpb_gather_kernel(vx_march_params mp, vx_fit_index L, const float *__res
     B.ray_n[t] = cnt.n;
     if (!cnt.n) return;
     atomicMax(rec_count + 1, at + cnt.n);
-    vx_fit_mlpb_op<true> wr;
+    vx_fit_mlpb_op<true, false, R> wr;
     wr.m = &mp; wr.L = &L; wr.data = data; wr.dir = d; wr.B = B; wr.next = at;
     vx_march_run(&mp, occ, o, d, 0.0f, &wr);
 }
@@ -133,6 +135,7 @@ vx_fit_mlpb_gather_kernel(vx_march_params mp, vx_fit_index L, const float *__res
  * every ray twice (count, then write), and its gather is the largest part of lego's batched
  * step (2.0 of 3.9 ms, docs/BENCHMARKS.md session 30); this one pays a write and a read of
  * the staging rows instead of the second march. */
+template <bool R>
 __global__ void __launch_bounds__(128)
 vx_fit_mlpb_gather1_kernel(vx_march_params mp, vx_fit_index L, const float *__restrict__ data,
                            const unsigned char *__restrict__ occ, vx_fit_ray_src src, const int *__restrict__ list,
@@ -144,7 +147,7 @@ vx_fit_mlpb_gather1_kernel(vx_march_params mp, vx_fit_index L, const float *__re
     const float *target;
     int r = vx_fit_mlpb_ray(&src, list, t, &o, &d, &target);
     unsigned long long base = (unsigned long long)t * K;
-    vx_fit_mlpb_op<true, true> wr;
+    vx_fit_mlpb_op<true, true, R> wr;
     wr.m = &mp; wr.L = &L; wr.data = data; wr.dir = d; wr.B = S; wr.next = base; wr.lim = base + K; wr.n = 0;
     vx_march_run(&mp, occ, o, d, 0.0f, &wr);
     unsigned long long cnt = (unsigned long long)wr.n;
@@ -166,6 +169,21 @@ vx_fit_mlpb_gather1_kernel(vx_march_params mp, vx_fit_index L, const float *__re
         B.pt[at + k] = S.pt[base + k];
         B.dt[at + k] = S.dt[base + k];
     }
+}
+
+/* The gather kernels fit.cu launches (and the emulated test): the reflected direction's
+ * where the decoder reflects it, else those timed before it existed. */
+typedef void (*vx_fit_mlpb_gather_fn)(vx_march_params, vx_fit_index, const float *, const unsigned char *,
+                                      vx_fit_ray_src, const int *, int, vx_fit_mlp_batch, unsigned long long,
+                                      unsigned long long *, int *, unsigned *);
+typedef void (*vx_fit_mlpb_gather1_fn)(vx_march_params, vx_fit_index, const float *, const unsigned char *,
+                                       vx_fit_ray_src, const int *, int, vx_fit_mlp_batch, unsigned long long,
+                                       vx_fit_mlp_batch, unsigned long long, unsigned long long *, int *, unsigned *);
+static inline vx_fit_mlpb_gather_fn vx_fit_mlpb_gather_pick(const vx_march_params *mp) {
+    return vx_decoder_mlp_reflect(&mp->dec) ? vx_fit_mlpb_gather_kernel<true> : vx_fit_mlpb_gather_kernel<false>;
+}
+static inline vx_fit_mlpb_gather1_fn vx_fit_mlpb_gather1_pick(const vx_march_params *mp) {
+    return vx_decoder_mlp_reflect(&mp->dec) ? vx_fit_mlpb_gather1_kernel<true> : vx_fit_mlpb_gather1_kernel<false>;
 }
 
 /* Network forward over samples [0, S): rgb = sigmoid(out) (mlp_tile.cuh; TC: the hidden

@@ -82,6 +82,11 @@ static int vx__mlp_bind(const vx_cuda_volume *cv) {
 // ----------------------------------------------------------------------------------------
 // per-sample pieces, specialised
 
+/* The mlp decoder's DEG is its hidden layers (1, 2), plus this flag when the network sees
+ * the reflected direction (vx_decoder_mlp_reflect): kernels of their own, so the view
+ * direction's kernels are the ones timed before. */
+#define VX_MLP_DEG_REFLECT 4
+
 /* The renderer's op for vx_march_run: march.h's trilinear cell and blend with NC a
  * constant (the channels stay in registers), and decode.h's decoder chosen at compile time.
  * vx_march_run<vx_render_op> calls sample() and visit() directly (march.h). */
@@ -129,8 +134,19 @@ template <class S, int DEC, int DEG, bool P> struct vx_render_op {
             return sigma;
         } else if constexpr (DEC == VX_DEC_SH) {
             return vx_decode_sh(&m->dec, DEG, raw, d, rgb);
-        } else if constexpr (DEC == VX_DEC_MLP) { /* DEG: hidden layers */
-            return vx_decode_mlp(&m->dec, vx_c_mlp, DEG, raw, d, rgb);
+        } else if constexpr (DEC == VX_DEC_MLP) { /* DEG: hidden layers, + VX_MLP_DEG_REFLECT */
+            if constexpr ((DEG & VX_MLP_DEG_REFLECT) != 0) { /* sigma > 0 here: the density-first read passed */
+                float f[6];
+                for (int q = 0; q < 6; q++) {
+                    vx_trilinear_cell(m->nx, m->ny, m->nz, vx_gradient_probe(s->p, q), &c);
+                    r->store.template corners<NC>(c, cp, r->cache);
+#pragma unroll
+                    for (int k = 0; k < 8; k++) vx_load_point<1>(cp[k], v[k]);
+                    vx_cell_blend(&c, vp, 1, f + q);
+                }
+                d = vx_reflect_dir(d, vx_probe_gradient(m, f, NULL));
+            }
+            return vx_decode_mlp(&m->dec, vx_c_mlp, DEG & ~VX_MLP_DEG_REFLECT, raw, d, rgb);
         } else {
             return vx_decode_rgba(&m->dec, raw, rgb);
         }
@@ -270,12 +286,18 @@ static int vx__launch_mlpd(vx_cuda_volume *cv, const S &store, const vx_camera *
     if (vx_cuda_download(&kept, cv->d_counters + 2, sizeof kept)) return -1;
     if (!kept) return 0;
     if (vx__mlpd_samples(cv, kept)) return -1;
-    if (m.own)
-        vx_mlpd_write_kernel<S, true><<<blocks, threads>>>(m, *c, store, cv->d_occ, cv->d_px_start, cv->d_px_n,
-                                                          cv->d_mx, cv->d_mw);
-    else
-        vx_mlpd_write_kernel<S, false><<<blocks, threads>>>(m, *c, store, cv->d_occ, cv->d_px_start, cv->d_px_n,
-                                                           cv->d_mx, cv->d_mw);
+#define VX__WRITE(P, R)                                                                                        \
+    vx_mlpd_write_kernel<S, P, R><<<blocks, threads>>>(m, *c, store, cv->d_occ, cv->d_px_start, cv->d_px_n, cv->d_mx, \
+                                                       cv->d_mw)
+    bool refl = vx_decoder_mlp_reflect(&m.dec);
+    if (m.own) {
+        if (refl) VX__WRITE(true, true);
+        else VX__WRITE(true, false);
+    } else {
+        if (refl) VX__WRITE(false, true);
+        else VX__WRITE(false, false);
+    }
+#undef VX__WRITE
     VX_LAUNCH_CHECK("vx_mlpd_write_kernel");
     unsigned long long tiles = (kept + VX_MLPB_TILE - 1) / VX_MLPB_TILE;
     int most = cv->mlp_blocks[layers - 1][cv->mlp_tc];
@@ -319,7 +341,11 @@ static int vx__launch_render(vx_cuda_volume *cv, const S &store, const vx_camera
     case VX_DEC_MLP:
         if (cv->mlp_deferred) return vx__launch_mlpd(cv, store, c, depth);
         if (vx__mlp_bind(cv)) return -1;
-        if (vx_decoder_mlp_layers(&m.dec) == 1) VX_GO(VX_DEC_MLP, 1);
+        if (vx_decoder_mlp_reflect(&m.dec)) {
+            if (vx_decoder_mlp_layers(&m.dec) == 1) VX_GO(VX_DEC_MLP, 1 | VX_MLP_DEG_REFLECT);
+            else if (vx_decoder_mlp_layers(&m.dec) == 2) VX_GO(VX_DEC_MLP, 2 | VX_MLP_DEG_REFLECT);
+            else return vx_error("cuda render: mlp decoder with %d hidden layers (1 or 2)", vx_decoder_mlp_layers(&m.dec));
+        } else if (vx_decoder_mlp_layers(&m.dec) == 1) VX_GO(VX_DEC_MLP, 1);
         else if (vx_decoder_mlp_layers(&m.dec) == 2) VX_GO(VX_DEC_MLP, 2);
         else return vx_error("cuda render: mlp decoder with %d hidden layers (1 or 2)", vx_decoder_mlp_layers(&m.dec));
         break;

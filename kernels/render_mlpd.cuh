@@ -17,12 +17,12 @@
  * whose ray has density), and each pixel adds its samples' weighted colours in march order:
  * the CPU's sum, term for term. */
 
-template <class S, bool WRITE, bool P> struct vx_mlpd_op {
+template <class S, bool WRITE, bool P, bool R = false> struct vx_mlpd_op {
     static constexpr bool pieces = P;
     const vx_march_params *m;
     S store;
     vx_brick_cache cache;
-    vx_vec3 dir;
+    vx_vec3 dir;                  /* the ray's; R (the decoder's reflect): the sample's reflected one */
     float raw[VX_MLP_CHANNELS];
     int n;                        /* samples counted (count pass) or written (write pass) */
     int cap;                      /* write pass: the count pass's n, never exceeded */
@@ -36,7 +36,7 @@ template <class S, bool WRITE, bool P> struct vx_mlpd_op {
         constexpr int NC = VX_MLP_CHANNELS;
         vx_mlpd_op *r = (vx_mlpd_op *)op;
         const vx_march_params *m = r->m;
-        (void)d;
+        if constexpr (!R) (void)d;
         rgb[0] = rgb[1] = rgb[2] = 0.0f;
         vx_cell c;
         float v[8][NC], d0;
@@ -53,6 +53,17 @@ template <class S, bool WRITE, bool P> struct vx_mlpd_op {
 #pragma unroll
             for (int k = 0; k < 8; k++) vx_load_point<NC>(cp[k], v[k]);
             vx_cell_blend(&c, vp, NC, r->raw);
+            if constexpr (R) { /* render.cu's fused op: march.h's gradient probes, channel 0 */
+                float f[6];
+                for (int q = 0; q < 6; q++) {
+                    vx_trilinear_cell(m->nx, m->ny, m->nz, vx_gradient_probe(s->p, q), &c);
+                    r->store.template corners<NC>(c, cp, r->cache);
+#pragma unroll
+                    for (int k = 0; k < 8; k++) vx_load_point<1>(cp[k], v[k]);
+                    vx_cell_blend(&c, vp, 1, f + q);
+                }
+                r->dir = vx_reflect_dir(d, vx_probe_gradient(m, f, NULL));
+            }
         }
         return sigma;
     }
@@ -119,8 +130,8 @@ vx_mlpd_count_kernel(const __grid_constant__ vx_march_params m, const __grid_con
 
 /* Write pass: the same march (same jitter), keeping each composited sample's network
  * input and weight at the pixel's place; it never writes more than the count pass
- * reserved and says how many it wrote. */
-template <class S, bool P>
+ * reserved and says how many it wrote. R: the network's direction is the reflected one. */
+template <class S, bool P, bool R = false>
 __global__ void __launch_bounds__(128)
 vx_mlpd_write_kernel(const __grid_constant__ vx_march_params m, const __grid_constant__ vx_camera cam, const S store,
                      const unsigned char *__restrict__ occ, const unsigned long long *__restrict__ px_start,
@@ -132,7 +143,7 @@ vx_mlpd_write_kernel(const __grid_constant__ vx_march_params m, const __grid_con
     if (!cap) return;
     vx_vec3 o, d;
     vx_camera_ray(&cam, (float)j + 0.5f, (float)i + 0.5f, &o, &d);
-    vx_mlpd_op<S, true, P> op;
+    vx_mlpd_op<S, true, P, R> op;
     op.m = &m; op.store = store; op.cache.key = ~0u; op.cache.slot = 0; op.dir = d;
     op.n = 0; op.cap = cap; op.at = px_start[px]; op.x = x; op.w = w;
     float u = vx_pixel_jitter(m.jitter_seed, (unsigned long long)i * cam.width + j);

@@ -76,6 +76,32 @@ static void mlp_ref(const double *w, int layers, const double *feat, vx_vec3 d, 
     }
 }
 
+/* The reference's reflected direction (decoder flag reflect) at index-space point p: the six
+ * probes of the double grid's density, the gradient to world space, d mirrored about it.
+ * With ref_hold set, the samples reuse the directions of the last unheld evaluation: the
+ * normal held constant, as the analytic backward holds it (no gradient through it). */
+static int ref_hold;
+static vx_vec3 ref_dirs[4096];
+
+static vx_vec3 ref_reflect(const vx_march_params *m, const double *grid, vx_vec3 p, vx_vec3 d) {
+    vx_fit_index L = {m->nx, m->ny, m->nz, {0, 0, 0}, NULL, NULL}; /* dense */
+    double f[6], gi[3], g[3];
+    for (int k = 0; k < 6; k++) {
+        size_t idx[8];
+        float cw[8];
+        vx_fit_corners(&L, vx_gradient_probe(p, k), idx, cw);
+        f[k] = 0.0;
+        for (int j = 0; j < 8; j++) f[k] += (double)cw[j] * grid[idx[j] * m->nc];
+    }
+    gi[0] = f[0] - f[1]; gi[1] = f[2] - f[3]; gi[2] = f[4] - f[5];
+    const float *w = m->w2i;
+    for (int a = 0; a < 3; a++) g[a] = w[a] * gi[0] + w[4 + a] * gi[1] + w[8 + a] * gi[2];
+    double gg = g[0] * g[0] + g[1] * g[1] + g[2] * g[2];
+    if (!(gg > 1e-30)) return d;
+    double k = 2.0 * (d.x * g[0] + d.y * g[1] + d.z * g[2]) / gg;
+    return vx_v3((float)(d.x - k * g[0]), (float)(d.y - k * g[1]), (float)(d.z - k * g[2]));
+}
+
 /* g . C of one ray in double: vx_march's samples (positions in float the same way),
  * trilinear weights, network and compositing in double from a double grid and weights;
  * plus, with target, the per-point colour loss px x sum_k T_k a_k |c_k - target|^2. */
@@ -99,7 +125,13 @@ static double ray_ref_px(const vx_march_params *m, const double *grid, const dou
                 for (int c = 0; c < m->nc; c++) raw[c] += (double)cw[j] * grid[idx[j] * m->nc + c];
             double sigma = m->dec.density_scale * fmax(raw[0], 0.0), a = 1.0 - exp(-sigma * (double)(tb - ta));
             if (!(sigma > 0)) continue;
-            mlp_ref(w, layers, raw + 1, d, rgb);
+            vx_vec3 dk = d;
+            if (vx_decoder_mlp_reflect(&m->dec)) {
+                assert_true(k < 4096);
+                if (!ref_hold) ref_dirs[k] = ref_reflect(m, grid, p, d);
+                dk = ref_dirs[k];
+            }
+            mlp_ref(w, layers, raw + 1, dk, rgb);
             for (int c = 0; c < 3; c++) C[c] += T * a * rgb[c];
             if (target)
                 for (int c = 0; c < 3; c++) lpx += px * T * a * (rgb[c] - target[c]) * (rgb[c] - target[c]);
@@ -144,9 +176,12 @@ typedef struct {
     vx_vec3 o, d;
 } fd_case;
 
-static void fd_case_init(fd_case *c, int layers) {
+static void fd_case_init(fd_case *c, int layers, int reflect) {
     c->layers = layers;
     random_mlp_model(&c->f, layers);
+    c->f.mlp_reflect = reflect;
+    assert_int_equal(vx_fit_update_params(&c->f, c->f.mp.stop), 0);
+    assert_int_equal(vx_decoder_mlp_reflect(&c->f.mp.dec), reflect);
     c->nw = vx_mlp_weight_count(layers);
     c->n = (size_t)c->f.nx * c->f.ny * c->f.nz * c->f.nc;
     c->grid = malloc(c->n * sizeof(double));
@@ -186,9 +221,9 @@ static vx_fd fd_case_diff(fd_case *c, double *v, size_t i, double l0, const doub
  * and 300 random weights plus every bias of the output layer. */
 static void test_ray_backward_grad(void **state) {
     (void)state;
-    for (int trial = 0; trial < 4; trial++) {
+    for (int trial = 0; trial < 8; trial++) { /* trials 4..7: the network sees the reflected direction */
         fd_case c;
-        fd_case_init(&c, 1 + trial % 2);
+        fd_case_init(&c, 1 + trial % 2, trial >= 4);
         double g[3];
         float gf[3];
         for (int q = 0; q < 3; q++) { g[q] = vx_test_uniform(-1, 1); gf[q] = (float)g[q]; }
@@ -199,6 +234,7 @@ static void test_ray_backward_grad(void **state) {
         for (int q = 0; q < 3; q++) assert_true(fabs(rec[q] - fwd.rgb[q]) <= 1e-6f);
         double ref = ray_ref(&c.f.mp, c.grid, c.w, c.layers, c.o, c.d, g);
         assert_true(fabs(ref - (g[0] * fwd.rgb[0] + g[1] * fwd.rgb[1] + g[2] * fwd.rgb[2])) < 1e-4);
+        ref_hold = 1; /* the differences hold the reflected directions (the normal) constant */
         for (size_t i = 0; i < c.n; i++) {
             c.fd[i] = fd_case_diff(&c, c.grid, i, ref, g, NULL, 0.0);
             c.an[i] = c.f.grad[i];
@@ -214,6 +250,7 @@ static void test_ray_backward_grad(void **state) {
             wan[k] = c.f.mlp_grad[pick[k]];
         }
         check_close(wan, wfd, 303, 2e-4, 1e-6, "mlp ray backward dL/dweights");
+        ref_hold = 0;
         fd_case_free(&c);
     }
 }
@@ -225,9 +262,9 @@ static void test_ray_backward_grad(void **state) {
  * held weights keep it out. */
 static void test_rgbper_grad(void **state) {
     (void)state;
-    for (int trial = 0; trial < 4; trial++) {
+    for (int trial = 0; trial < 4; trial++) { /* trials 2, 3: the reflected direction */
         fd_case c;
-        fd_case_init(&c, 1 + trial % 2);
+        fd_case_init(&c, 1 + trial % 2, trial >= 2);
         double g0[3] = {0, 0, 0}, lambda = vx_test_uniform(0.05, 2.0);
         float gf[3] = {0, 0, 0}, target[3], pl = 0.0f;
         for (int q = 0; q < 3; q++) target[q] = (float)vx_test_rand();
@@ -238,6 +275,7 @@ static void test_rgbper_grad(void **state) {
         double ref = ray_ref_px(&c.f.mp, c.grid, c.w, c.layers, c.o, c.d, g0, target, lambda);
         fprintf(stderr, "rgbper: %d layer(s), weight %.3f: loss %.7g, reference %.7g\n", c.layers, lambda, pl, ref);
         assert_true(ref > 1e-4 && fabs(pl - ref) <= 1e-5 * ref + 1e-7);
+        ref_hold = 1;
         int nf = 0;
         for (size_t i = 0; i < c.n; i++) {
             if (i % c.f.nc == 0) { /* density: held out by the constant weights */
@@ -256,6 +294,7 @@ static void test_rgbper_grad(void **state) {
             wan[k] = c.f.mlp_grad[i];
         }
         check_close(wan, wfd, 200, 2e-4, 1e-6, "rgbper dL/dweights");
+        ref_hold = 0;
         fd_case_free(&c);
     }
 }

@@ -5,7 +5,8 @@
 # --dense-train in loss; the coarse levels cut to the crop train as whole ones; coarse-only
 # channels take no steps of their own; --coarse-decay's level values go through the crop and
 # change the fit; the levels carry the density through the crop by default, and
-# --no-coarse-density changes the fit; and the sparse file is far smaller than the dense one.
+# --no-coarse-density changes the fit; --mlp-reflect's scene says so, keeps it and renders;
+# and the sparse file is far smaller than the dense one.
 # Run by tests/run_tests.sh (VOXRAY set); prints "fit-sparse: N passed, N failed".
 VOXRAY=${VOXRAY:-build/voxray}
 MIC=${VX_MIC:-../shared/data/nerf_synthetic_mic}
@@ -131,6 +132,25 @@ if OMP_NUM_THREADS=1 $VOXRAY fit "$MIC" -o "$T/cs" $CO --no-coarse-density >"$T/
     [ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ] && ok || bad "the levels with the density end at loss '$a', without it '$b'"
 else
     bad "fit --no-coarse-density or --lr-coarse-sigma 0.07 failed"; tail -3 "$T/cs.log" "$T/cs2.log"
+fi
+
+# --mlp-reflect: the log says so, the scene says "direction": "reflected" and keeps it
+# through convert, it renders, and the fit ends at another loss than the same fit seeing
+# the view direction (cd0 above)
+# shellcheck disable=SC2086
+if OMP_NUM_THREADS=1 $VOXRAY fit "$MIC" -o "$T/rf" $CO --mlp-reflect >"$T/rf.log" 2>&1; then
+    grep -q "^fit: the network sees the view direction reflected about the density's surface" "$T/rf.log" && ok ||
+        bad "--mlp-reflect: no line in the fit log"
+    grep -q '"direction":[[:space:]]*"reflected"' "$T/rf/scene.json" && ok || bad "--mlp-reflect: the scene does not say so"
+    $VOXRAY convert "$T/rf" "$T/rfd" --dense >/dev/null 2>&1 && grep -q '"direction":[[:space:]]*"reflected"' "$T/rfd/scene.json" &&
+        ok || bad "convert --dense dropped the reflected direction"
+    $VOXRAY render "$T/rf" -o "$T/rf.png" --backend cpu >"$T/rfr.log" 2>&1 && [ -s "$T/rf.png" ] && ok ||
+        bad "render of the reflected scene: $(tail -1 "$T/rfr.log")"
+    a=$(sed -n 's/.*loss [0-9.e+-]* -> \([0-9.e+-]*\);.*/\1/p' "$T/cd0.log")
+    b=$(sed -n 's/.*loss [0-9.e+-]* -> \([0-9.e+-]*\);.*/\1/p' "$T/rf.log")
+    [ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ] && ok || bad "--mlp-reflect ends at loss '$b', the view direction at '$a'"
+else
+    bad "fit --mlp-reflect failed"; tail -3 "$T/rf.log"
 fi
 
 # bricked training is the dense training: the same final loss (OpenMP sums differ only in

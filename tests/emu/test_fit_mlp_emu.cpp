@@ -14,7 +14,7 @@ float4 vx_mlpb_smem4[VX_MLPB_FLOATS / 4 + 4]; /* the network kernels' dynamic sh
 /* A random mlp model: res^3 (8..12), densities partly negative, features in [-1, 1], the
  * initial weights scaled by random factors in [0.5, 2]; bricked storage when asked (the
  * voxels of brick (0, 0, 0) dead, so the null brick serves it). */
-static void random_mlp_model(vx_fit_model *f, int layers, int bricked) {
+static void random_mlp_model(vx_fit_model *f, int layers, int bricked, int reflect = 0) {
     int r = 8 + (int)(vx_rand01(&g_state) * 5);
     int res[3] = {r, r + 1, r + 2};
     double lo[3] = {-1, -1.1, -0.9}, hi[3] = {1, 1.2, 0.8};
@@ -28,6 +28,7 @@ static void random_mlp_model(vx_fit_model *f, int layers, int bricked) {
     }
     for (int k = 0; k < vx_mlp_weight_count(layers); k++) f->mlp[k] *= (float)uni(0.5, 2.0);
     if (bricked) emu_make_bricked(f);
+    f->mlp_reflect = reflect; /* the network sees the reflected direction (fit --mlp-reflect) */
     OK(vx_fit_update_params(f, 1e-4f));
 }
 
@@ -59,14 +60,14 @@ static void run_batched(const vx_fit_model *f, const vx_fit_batch *b, unsigned l
         unsigned long long K = cap / (unsigned long long)m;
         int one = g2 && K >= VX_MLPB_SLOT_MIN;
         if (one) {
-            vx_emu_launch(dim3(rb), dim3(128), vx_fit_mlpb_gather1_kernel, f->mp, L, (const float *)f->data, occ, src,
+            vx_emu_launch(dim3(rb), dim3(128), vx_fit_mlpb_gather1_pick(&f->mp), f->mp, L, (const float *)f->data, occ, src,
                           list, m, ST, K, B, cap, rc, defer, &left);
             one = rc[1] || left < (unsigned)m;
             if (one) o->slot_passes++;
             else rc[0] = rc[1] = 0, left = 0; /* every ray past its slot: version 1 this pass */
         }
         if (!one)
-            vx_emu_launch(dim3(rb), dim3(128), vx_fit_mlpb_gather_kernel, f->mp, L, (const float *)f->data, occ, src, list,
+            vx_emu_launch(dim3(rb), dim3(128), vx_fit_mlpb_gather_pick(&f->mp), f->mp, L, (const float *)f->data, occ, src, list,
                           m, B, cap, rc, defer, &left);
         unsigned long long S = rc[1], tiles = (S + VX_MLPB_TILE - 1) / VX_MLPB_TILE;
         unsigned grid = (unsigned)std::min<unsigned long long>(tiles, 3); /* persistent: several tiles a block */
@@ -127,7 +128,9 @@ static void check_against_cpu(int kernel) {
     for (int trial = 0; trial < 4; trial++) {
         int layers = 1 + trial % 2, small = trial / 2 % 2, bricked = (trial + kernel) % 2, n = 160;
         vx_fit_model f;
-        random_mlp_model(&f, layers, bricked);
+        /* the reflected direction in the batched kernels' trial 3 (and the one-march gather's 1) */
+        int reflect = kernel >= 2 && (trial == 3 || (kernel == 3 && trial == 1));
+        random_mlp_model(&f, layers, bricked, reflect);
         OK(vx_fit_occupancy_build_cpu(&f, 4));
         /* the per-point colour loss (fit --rgbper) in the batched kernel's odd trials */
         f.reg_rgbper = kernel >= 2 && trial % 2 ? (float)uni(0.05, 0.5) : 0.0f;
@@ -155,10 +158,10 @@ static void check_against_cpu(int kernel) {
         std::vector<float> rc((size_t)3 * n);
         double lc = vx_fit_rays_backward_cpu(&f, &b, rc.data());
         print_message("%s kernel, %d layer(s), %s storage, %s buffer, rgbper %.3f, regularisers %s, random background "
-                      "%s: %d pass(es), loss CPU %.9g kernel %.9g\n",
+                      "%s, %s direction: %d pass(es), loss CPU %.9g kernel %.9g\n",
                       kernel == 3 ? "batched (one-march gather)" : kernel == 2 ? "batched" : "per-ray", layers, f.table ? "bricked" : "dense",
                       small ? "150-sample" : "full", f.reg_rgbper, reg ? "on" : "off", b.random_bg ? "on" : "off",
-                      o.passes, lc, o.loss);
+                      reflect ? "reflected" : "view", o.passes, lc, o.loss);
         if (small) assert_true(o.passes > 1);
         if (kernel == 3) {
             print_message("  %d of the passes with the one-march gather\n", o.slot_passes);

@@ -736,6 +736,9 @@ static void test_mlp_step(void **state) {
         vx_fit_model f, h;
         int layers = 1 + trial % 2, small = (trial / 2) % 2, bricked = (trial / 4) % 2, kernel = 1 + trial / 8;
         random_mlp_model(&f, layers, bricked);
+        /* the reflected direction (fit --mlp-reflect) in two batched trials, one of each gather */
+        f.mlp_reflect = kernel == 2 && (trial % 8 == 1 || trial % 8 == 4);
+        OK(vx_fit_update_params(&f, f.mp.stop));
         size_t nw = (size_t)vx_mlp_weight_count(layers);
         vx_fit_batch b;
         random_batch(&f, &b, 2000);
@@ -757,10 +760,10 @@ static void test_mlp_step(void **state) {
             vx_clear_error();
         }
         vx_fit_set_rgbper_cuda(g, f.reg_rgbper);
-        print_message("trial %d: mlp, %s kernel, %d hidden layer(s), %s storage, %s record buffer, rgbper %.3f\n", trial,
-                      kernel == 1 ? "per-ray" : gather == 2 ? "batched (one-march gather)" : "batched", layers,
-                      f.table ? "bricked" : "dense",
-                      small ? "300-record" : "full", f.reg_rgbper);
+        print_message("trial %d: mlp, %s kernel, %d hidden layer(s), %s storage, %s record buffer, rgbper %.3f, %s "
+                      "direction\n", trial, kernel == 1 ? "per-ray" : gather == 2 ? "batched (one-march gather)" : "batched",
+                      layers, f.table ? "bricked" : "dense", small ? "300-record" : "full", f.reg_rgbper,
+                      f.mlp_reflect ? "reflected" : "view");
         OK(vx_fit_update_params_cuda(g, 1e-4f));
         OK(vx_fit_occupancy_build_cpu(&f, 4));
         OK(vx_fit_occupancy_build_cuda(g, 4));
