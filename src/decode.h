@@ -50,6 +50,12 @@ VX_HD void vx_decoder_set_mlp(vx_decoder *d, int layers, const float *w) {
  * its network, so one highlight is shared by surfaces of every orientation. */
 VX_HD int vx_decoder_mlp_reflect(const vx_decoder *d) { return d->type == VX_DEC_MLP && d->shade; }
 
+/* Whether a sample with density reads the six gradient probes (march.h: the scalar
+ * decoder's shading, the mlp's reflected direction), half a voxel around it. */
+VX_HD int vx_decoder_probes(const vx_decoder *d) {
+    return d->shade && (d->type == VX_DEC_SCALAR || d->type == VX_DEC_MLP);
+}
+
 /* The mlp decoder: channel 0 is raw density, channels 1..15 features. Colour is a small
  * network shared by every voxel: in = the 15 features and the view direction's degree-3
  * SH basis (16), then 1 or 2 hidden layers of 64 relu units, then 3 sigmoid outputs.

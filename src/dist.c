@@ -16,8 +16,9 @@ int vx_dist_piece_make(vx_piece_req *req, vx_scene *s, vx_render_opts *o, float 
         int rc = vx_piece_plan_make(&req->plan, n, req->count, w);
         free(w);
         if (rc) return -1;
-        /* gradient shading reads half a voxel behind a piece's low faces: one brick more */
-        vx_piece_store_box(&req->plan, req->index, s->dec.type == VX_DEC_SCALAR && s->dec.shade, blo, bhi);
+        /* gradient shading and the mlp's reflected direction read half a voxel behind a
+         * piece's low faces: one brick more */
+        vx_piece_store_box(&req->plan, req->index, vx_decoder_probes(&s->dec), blo, bhi);
         if (vx_piece_cut(&s->grid, blo, bhi)) return -1;
         req->done = 1;
     }

@@ -77,6 +77,9 @@ int vx_piece_weights(const vx_grid *g, uint32_t **w);
  * stays 0 (the driver then cuts). */
 typedef struct vx_piece_req {
     int count, index;       /* pieces, and which one this process keeps */
+    int lo_margin;          /* bricks kept behind the low faces: 1 where samples read the
+                             * gradient probes half a voxel behind them (the scene loader sets
+                             * it for the mlp's reflected direction) */
     int done;               /* set by the loader when it read only the piece */
     vx_piece_plan plan;     /* filled when done */
 } vx_piece_req;

@@ -118,7 +118,7 @@ int vx_piece_load_npy(const char *path, vx_piece_req *req, vx_grid *g) {
     }
     int n[3] = {nx, ny, nz}, blo[3], bhi[3];
     if (vx_piece_plan_make(&req->plan, n, req->count, NULL)) goto done;
-    vx_piece_store_box(&req->plan, req->index, 0, blo, bhi);
+    vx_piece_store_box(&req->plan, req->index, req->lo_margin, blo, bhi);
     g->nx = nx; g->ny = ny; g->nz = nz; g->nc = nc;
     g->src_dtype = h.dtype;
     snprintf(g->source, sizeof g->source, "%s", path);

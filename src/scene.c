@@ -249,6 +249,11 @@ static int vx__parse_manifest(const char *file, const vx_load_opts *o, vx_scene 
         fclose(probe);
     }
     int has_dec;
+    if (o && o->piece) { /* the reflected direction's probes read behind a piece's low faces */
+        const cJSON *dj = cJSON_GetObjectItemCaseSensitive(root, "decoder");
+        const cJSON *dd = cJSON_IsObject(dj) ? cJSON_GetObjectItemCaseSensitive(dj, "direction") : NULL;
+        o->piece->lo_margin = cJSON_IsString(dd) && !strcmp(dd->valuestring, "reflected");
+    }
     if (vx__load_grid_file(gpath, o, s, &has_dec)) goto done;
 
     if ((v = cJSON_GetObjectItemCaseSensitive(root, "name"))) {

@@ -395,7 +395,7 @@ static int vx__piece_table(vx__npz *a, vx_sparse *s, const int n[3], vx_piece_re
     free(w);
     if (rc) return -1;
     int blo[3], bhi[3];
-    vx_piece_store_box(&req->plan, req->index, 0, blo, bhi);
+    vx_piece_store_box(&req->plan, req->index, req->lo_margin, blo, bhi);
     *map = vx_malloc((nbricks ? nbricks : 1) * sizeof **map, a->path);
     if (!*map) { vx_piece_plan_free(&req->plan); return -1; }
     memset(*map, 0xff, (nbricks ? nbricks : 1) * sizeof **map);

@@ -10,6 +10,7 @@
 
 #include "mlp.h"
 #include "npy.h"
+#include "piece.h"
 #include "render.h"
 #include "scene.h"
 
@@ -376,6 +377,13 @@ static void test_weights_file(void **state) {
                       (size_t)n2, 1);
     assert_int_equal(vx_scene_load(dir, NULL, &sc), 0);
     assert_true(vx_decoder_mlp_reflect(&sc.dec));
+    vx_scene_free(&sc);
+    /* a sort-last piece of it keeps a brick behind its low faces for the probes (piece.h) */
+    vx_piece_req req = {.count = 2, .index = 1};
+    vx_load_opts lo = {.piece = &req};
+    assert_int_equal(vx_scene_load(dir, &lo, &sc), 0);
+    assert_int_equal(req.lo_margin, 1);
+    if (req.done) vx_piece_plan_free(&req.plan);
     vx_scene_free(&sc);
     dir = write_scene("view", "{\"type\": \"mlp\", \"weights\": \"mlp.npy\", \"direction\": \"view\"}", f, (size_t)n2, 1);
     assert_int_equal(vx_scene_load(dir, NULL, &sc), 0);

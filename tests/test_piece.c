@@ -2,13 +2,14 @@
  * each piece cut or read from a .npy / sparse .npz, rendered as a partial image with the
  * CPU renderer and composited front to back in the plan's order; the result must equal the
  * single-process image (cameras outside and inside the volume, jitter, sparse storage,
- * shaded scalar volumes), and with skipping and early termination off the pieces must take
+ * shaded scalar volumes, mlp features seeing the reflected direction), and with skipping and early termination off the pieces must take
  * exactly the single-process samples between them (every sample owned once). */
 #include "vx_test.h"
 
 #include <math.h>
 
 #include "backend.h"
+#include "mlp.h"
 #include "npy.h"
 #include "piece.h"
 #include "sparse_grid.h"
@@ -29,7 +30,9 @@ static void render(const vx_scene *s, const vx_render_opts *o, const vx_camera *
     vx_renderer_destroy(r);
 }
 
-/* A random lattice with blobs of density in empty space: rgba (nc 4) or scalar (nc 1). */
+/* A random lattice with blobs of density in empty space: rgba (nc 4), scalar (nc 1), or
+ * mlp features (nc 16) whose network sees the reflected direction (six probes a sample,
+ * half a voxel behind a piece's low faces too, as the scalar shading's). */
 static void make_scene(vx_scene *s, int nc) {
     memset(s, 0, sizeof *s);
     int n[3];
@@ -59,6 +62,17 @@ static void make_scene(vx_scene *s, int nc) {
     if (nc == 1) {
         assert_int_equal(vx_scalar_decoder_init(&s->dec, &s->grid, NULL), 0);
         s->dec.shade = 1;
+    } else if (nc == VX_MLP_CHANNELS) {
+        int layers = 1 + (vx_test_rand() < 0.5);
+        s->mlp = malloc(VX_MLP_MAX_WEIGHTS * sizeof(float));
+        assert_non_null(s->mlp);
+        vx_mlp_init(layers, (unsigned)(vx_test_rand() * 1e9), s->mlp);
+        for (int i = 0; i < vx_mlp_weight_count(layers); i++) s->mlp[i] *= 3.0f; /* colours across [0, 1] */
+        s->dec.type = VX_DEC_MLP;
+        s->dec.density_scale = 1.0f;
+        s->dec.color_act = VX_CACT_SIGMOID;
+        vx_decoder_set_mlp(&s->dec, layers, s->mlp);
+        s->dec.shade = 1; /* vx_decoder_mlp_reflect */
     } else {
         s->dec.type = VX_DEC_RGBA;
         s->dec.density_scale = 1.0f;
@@ -96,7 +110,7 @@ typedef struct {
  * a .npy; 2: from a sparse .npz) and compare with ref. */
 static result split_render(const vx_scene *s, const vx_camera *cam, const vx_render_opts *o, int count, int sparse,
                            int from, const vx_frame *ref) {
-    int stride = 5, lo_margin = s->dec.type == VX_DEC_SCALAR && s->dec.shade;
+    int stride = 5, lo_margin = vx_decoder_probes(&s->dec);
     size_t npix = (size_t)cam->width * cam->height;
     float **parts = calloc((size_t)count, sizeof *parts), *out = malloc(npix * stride * sizeof(float));
     int *order = malloc((size_t)count * sizeof *order);
@@ -119,7 +133,7 @@ static result split_render(const vx_scene *s, const vx_camera *cam, const vx_ren
         memset(&ps.grid, 0, sizeof ps.grid);
         int blo[3], bhi[3];
         if (from) {
-            vx_piece_req req = {.count = count, .index = i};
+            vx_piece_req req = {.count = count, .index = i, .lo_margin = lo_margin}; /* as vx_scene_load sets it */
             int rc = from == 1 ? vx_piece_load_npy(path, &req, &ps.grid) : vx_sparse_load_piece(path, &req, &ps.grid);
             assert_int_equal(rc, 0);
             assert_int_equal(req.done, 1);
@@ -265,6 +279,13 @@ static void test_sparse(void **state) { (void)state; run_case(4, 1, 0, 0, 1); ru
 static void test_scalar_shaded(void **state) { (void)state; run_case(1, 0, 0, 0, 1); run_case(1, 1, 0, 1, 0); }
 static void test_from_npy(void **state) { (void)state; run_case(4, 0, 1, 0, 1); run_case(4, 0, 1, 1, 0); }
 static void test_from_npz(void **state) { (void)state; run_case(4, 1, 2, 0, 1); run_case(4, 1, 2, 1, 0); }
+static void test_mlp_reflected(void **state) {
+    (void)state;
+    run_case(VX_MLP_CHANNELS, 0, 0, 0, 1);
+    run_case(VX_MLP_CHANNELS, 1, 0, 1, 0);
+    run_case(VX_MLP_CHANNELS, 0, 1, 0, 1);
+    run_case(VX_MLP_CHANNELS, 1, 2, 0, 0);
+}
 
 /* The CUDA build of this file: a usable device or the whole group fails with why. */
 static int device_setup(void **state) {
@@ -286,6 +307,7 @@ int main(void) {
         cmocka_unit_test(test_outside_rgba),    cmocka_unit_test(test_inside_rgba),
         cmocka_unit_test(test_sparse),          cmocka_unit_test(test_scalar_shaded),
         cmocka_unit_test(test_from_npy),        cmocka_unit_test(test_from_npz),
+        cmocka_unit_test(test_mlp_reflected),
     };
     return cmocka_run_group_tests(tests, VX_PIECE_CUDA ? device_setup : NULL, NULL);
 }
