@@ -240,16 +240,11 @@ static int vx__coarse_setup(vx_fit_model *f, const int *coarse, int ncoarse, int
 
 /* "R1[,R2..]": up to VX_FIT_LEVELS resolutions of 2..1024, as fit --coarse takes them. */
 static int vx__parse_levels(const char *s, int res[VX_FIT_LEVELS], int *n) {
-    char buf[256], *p = buf;
-    if (snprintf(buf, sizeof buf, "%s", s) >= (int)sizeof buf) return vx_error("--coarse: '%.32s...' is too long", s);
-    for (*n = 0;; (*n)++) {
-        char *comma = strchr(p, ',');
-        if (comma) *comma = '\0';
-        if (*n == VX_FIT_LEVELS) return vx_error("--coarse '%s': at most %d levels", s, VX_FIT_LEVELS);
-        if (vx_parse_int("--coarse", p, 2, 1024, &res[*n])) return -1;
-        if (!comma) { (*n)++; return 0; }
-        p = comma + 1;
-    }
+    char buf[256], *it[VX_FIT_LEVELS];
+    if (vx_parse_list("--coarse", s, buf, sizeof buf, it, VX_FIT_LEVELS, n)) return -1;
+    for (int k = 0; k < *n; k++)
+        if (vx_parse_int("--coarse", it[k], 2, 1024, &res[k])) return -1;
+    return 0;
 }
 
 int vx_bench_fit(int argc, char **argv) {

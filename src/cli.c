@@ -41,15 +41,27 @@ int vx_parse_int(const char *flag, const char *s, long lo, long hi, int *v) {
     return 0;
 }
 
-int vx_parse_vec3(const char *flag, const char *s, double v[3]) {
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", s);
-    char *save, *tok = strtok_r(buf, ",", &save);
-    for (int i = 0; i < 3; i++, tok = strtok_r(NULL, ",", &save)) {
-        if (!tok) return vx_error("%s: '%s' must be three numbers x,y,z", flag, s);
-        if (vx_parse_double(flag, tok, -1e12, 1e12, &v[i])) return -1;
+int vx_parse_list(const char *flag, const char *s, char *buf, size_t cap, char **items, int max, int *n) {
+    if (snprintf(buf, cap, "%s", s) >= (int)cap) return vx_error("%s: '%.32s...' is too long", flag, s);
+    char *p = buf;
+    for (*n = 0;; p++) {
+        char *comma = strchr(p, ',');
+        if (comma) *comma = '\0';
+        if (!*p) return vx_error("%s: '%s' has an empty value", flag, s);
+        if (*n == max) return vx_error("%s: '%s' has more than %d values", flag, s, max);
+        items[(*n)++] = p;
+        if (!comma) return 0;
+        p = comma;
     }
-    if (tok) return vx_error("%s: '%s' must be three numbers x,y,z", flag, s);
+}
+
+int vx_parse_vec3(const char *flag, const char *s, double v[3]) {
+    char buf[256], *it[3];
+    int n;
+    if (vx_parse_list(flag, s, buf, sizeof buf, it, 3, &n) || n != 3)
+        return vx_error("%s: '%s' must be three numbers x,y,z", flag, s);
+    for (int i = 0; i < 3; i++)
+        if (vx_parse_double(flag, it[i], -1e12, 1e12, &v[i])) return -1;
     return 0;
 }
 

@@ -59,5 +59,9 @@ int vx_parse_vec3(const char *flag, const char *s, double v[3]);
 int vx_parse_size(const char *flag, const char *s, int *w, int *h);
 int vx_parse_double(const char *flag, const char *s, double lo, double hi, double *v);
 int vx_parse_int(const char *flag, const char *s, long lo, long hi, int *v);
+/* Split the comma list s into items (pointers into buf, cap bytes): at most max of them,
+ * none empty ("64,,128" or a trailing comma is refused, not read as "64,128"); *n gets
+ * their count. */
+int vx_parse_list(const char *flag, const char *s, char *buf, size_t cap, char **items, int max, int *n);
 
 #endif

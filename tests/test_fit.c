@@ -2384,6 +2384,18 @@ static void test_commands(void **state) {
     assert_int_equal(run_cmd(vx_cmd_fit, cq1), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, cq2), 2);
     assert_int_equal(run_cmd(vx_cmd_fit, cq3), 2);
+    /* lists with an empty value are refused, not read without it (64,,128 is not 64,128);
+     * 0 turns the levels off alone only */
+    const char *ls1[] = {"fit", dir, "-o", out, "--coarse", "4,,8", NULL};
+    const char *ls2[] = {"fit", dir, "-o", out, "--res", "8,16,", NULL};
+    const char *ls3[] = {"fit", dir, "-o", out, "--res", "8,16", "--stage-ends", ",0.5", NULL};
+    const char *ls4[] = {"fit", dir, "-o", out, "--bbox", "0,0,0,,1,1,1", NULL};
+    const char *ls5[] = {"fit", dir, "-o", out, "--coarse", "0,4", NULL};
+    const char *const *lists[] = {ls1, ls2, ls3, ls4, ls5};
+    for (int k = 0; k < 5; k++) {
+        assert_int_equal(run_cmd(vx_cmd_fit, lists[k]), 2);
+        assert_non_null(strstr(vx_errmsg(), k < 3 ? "has an empty value" : k == 3 ? "six numbers" : "stands alone"));
+    }
     /* --coarse-decay: nothing to decay toward without a level; a blend past one half */
     const char *cd1[] = {"fit", dir, "-o", out, "--coarse-decay", "0.1", NULL};
     const char *cd2[] = {"fit", dir, "-o", out, "--coarse", "4", "--coarse-decay", "0.6", NULL};

@@ -217,8 +217,8 @@ $VOXRAY bench render "$T/orbs" --size 16x16 --size 24x8 --frames 2 --backend cpu
 expect 2 "--coarse needs a value" -- $VOXRAY bench fit "$T/orbs" "$T" --coarse
 expect 2 "--coarse: 1 is outside" -- $VOXRAY bench fit "$T/orbs" "$T" --coarse 1
 expect 2 "--coarse: 1 is outside" -- $VOXRAY bench fit "$T/orbs" "$T" --coarse 64,1
-expect 2 "is not an integer" -- $VOXRAY bench fit "$T/orbs" "$T" --coarse 64,
-expect 2 "at most 4 levels" -- $VOXRAY bench fit "$T/orbs" "$T" --coarse 8,16,32,64,128
+expect 2 "has an empty value" -- $VOXRAY bench fit "$T/orbs" "$T" --coarse 64,
+expect 2 "has more than 4 values" -- $VOXRAY bench fit "$T/orbs" "$T" --coarse 8,16,32,64,128
 
 # make-scene:NAME:RES builds the sparse scene in memory: the same image as its written form
 $VOXRAY make-scene shell -o "$T/shell_sp" --res 40 --sparse >/dev/null 2>&1 || bad "make-scene shell --sparse"

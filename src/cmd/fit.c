@@ -124,35 +124,28 @@ static void vx__fit_usage(FILE *o) {
 }
 
 static int vx__parse_res(const char *s, vx_fit_config *c) {
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", s);
-    char *save, *tok = strtok_r(buf, ",", &save);
-    c->stages = 0;
-    for (; tok; tok = strtok_r(NULL, ",", &save)) {
-        if (c->stages == VX_FIT_MAX_STAGES) return vx_error("--res: at most %d stages", VX_FIT_MAX_STAGES);
+    char buf[256], *it[VX_FIT_MAX_STAGES];
+    if (vx_parse_list("--res", s, buf, sizeof buf, it, VX_FIT_MAX_STAGES, &c->stages)) return -1;
+    for (int k = 0; k < c->stages; k++) {
         int r;
-        if (vx_parse_int("--res", tok, 2, 1024, &r)) return -1;
-        c->res[c->stages][0] = c->res[c->stages][1] = c->res[c->stages][2] = r;
-        c->stages++;
+        if (vx_parse_int("--res", it[k], 2, 1024, &r)) return -1;
+        c->res[k][0] = c->res[k][1] = c->res[k][2] = r;
     }
-    if (!c->stages) return vx_error("--res: '%s' names no resolution", s);
     return 0;
 }
 
 /* --coarse R1[,R2..]: the levels' resolutions (0 alone: none). */
 static int vx__parse_coarse(const char *s, int res[VX_FIT_LEVELS], int *n) {
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", s);
-    char *save, *tok = strtok_r(buf, ",", &save);
+    char buf[256], *it[VX_FIT_LEVELS];
+    int m;
     *n = 0;
-    for (; tok; tok = strtok_r(NULL, ",", &save)) {
-        if (*n == VX_FIT_LEVELS) return vx_error("--coarse: at most %d levels", VX_FIT_LEVELS);
-        int r;
-        if (vx_parse_int("--coarse", tok, 0, 1024, &r)) return -1;
-        if (r) res[(*n)++] = r;
-        else if (strcmp(s, "0")) return vx_error("--coarse: '%s': 0 (off) stands alone", s);
+    if (!strcmp(s, "0")) return 0;
+    if (vx_parse_list("--coarse", s, buf, sizeof buf, it, VX_FIT_LEVELS, &m)) return -1;
+    for (int k = 0; k < m; k++) {
+        if (vx_parse_int("--coarse", it[k], 0, 1024, &res[k])) return -1;
+        if (!res[k]) return vx_error("--coarse: '%s': 0 (off) stands alone", s);
     }
-    if (!*n && strcmp(s, "0")) return vx_error("--coarse: '%s' names no resolution", s);
+    *n = m;
     return 0;
 }
 
@@ -160,29 +153,25 @@ static int vx__parse_coarse(const char *s, int res[VX_FIT_LEVELS], int *n) {
  * the default (every stage an equal share). */
 static int vx__parse_stage_ends(const char *s, vx_fit_config *c) {
     if (!s) return 0;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", s);
-    char *save, *tok = strtok_r(buf, ",", &save);
-    int k = 0;
-    for (; tok; tok = strtok_r(NULL, ",", &save), k++) {
-        if (k >= c->stages - 1) return vx_error("--stage-ends: '%s' has more than the %d values --res needs", s, c->stages - 1);
-        if (vx_parse_double("--stage-ends", tok, 1e-6, 1.0 - 1e-6, &c->stage_end[k])) return -1;
+    char buf[256], *it[VX_FIT_MAX_STAGES];
+    int k, n, want = c->stages - 1;
+    if (vx_parse_list("--stage-ends", s, buf, sizeof buf, it, VX_FIT_MAX_STAGES, &n)) return -1;
+    if (n != want) return vx_error("--stage-ends: '%s' needs %d value%s for %d stages", s, want, want == 1 ? "" : "s", c->stages);
+    for (k = 0; k < n; k++) {
+        if (vx_parse_double("--stage-ends", it[k], 1e-6, 1.0 - 1e-6, &c->stage_end[k])) return -1;
         if (k && !(c->stage_end[k] > c->stage_end[k - 1])) return vx_error("--stage-ends: '%s' must rise", s);
     }
-    if (k != c->stages - 1) return vx_error("--stage-ends: '%s' needs %d values for %d stages", s, c->stages - 1, c->stages);
     return 0;
 }
 
 static int vx__parse_bbox(const char *s, double lo[3], double hi[3]) {
-    char buf[512];
+    char buf[512], *it[6];
     double v[6];
-    snprintf(buf, sizeof buf, "%s", s);
-    char *save, *tok = strtok_r(buf, ",", &save);
-    for (int i = 0; i < 6; i++, tok = strtok_r(NULL, ",", &save)) {
-        if (!tok) return vx_error("--bbox: '%s' must be six numbers x0,y0,z0,x1,y1,z1", s);
-        if (vx_parse_double("--bbox", tok, -1e9, 1e9, &v[i])) return -1;
-    }
-    if (tok) return vx_error("--bbox: '%s' must be six numbers x0,y0,z0,x1,y1,z1", s);
+    int n;
+    if (vx_parse_list("--bbox", s, buf, sizeof buf, it, 6, &n) || n != 6)
+        return vx_error("--bbox: '%s' must be six numbers x0,y0,z0,x1,y1,z1", s);
+    for (int i = 0; i < 6; i++)
+        if (vx_parse_double("--bbox", it[i], -1e9, 1e9, &v[i])) return -1;
     for (int a = 0; a < 3; a++) {
         lo[a] = v[a];
         hi[a] = v[3 + a];
