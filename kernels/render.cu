@@ -144,7 +144,7 @@ template <class S, int DEC, int DEG, bool P> struct vx_render_op {
                     for (int k = 0; k < 8; k++) vx_load_point<1>(cp[k], v[k]);
                     vx_cell_blend(&c, vp, 1, f + q);
                 }
-                d = vx_reflect_dir(d, vx_probe_gradient(m, f, NULL));
+                d = vx_mlp_reflected(m, f, d);
             }
             return vx_decode_mlp(&m->dec, vx_c_mlp, DEG & ~VX_MLP_DEG_REFLECT, raw, d, rgb);
         } else {

@@ -62,7 +62,7 @@ template <class S, bool WRITE, bool P, bool R = false> struct vx_mlpd_op {
                     for (int k = 0; k < 8; k++) vx_load_point<1>(cp[k], v[k]);
                     vx_cell_blend(&c, vp, 1, f + q);
                 }
-                r->dir = vx_reflect_dir(d, vx_probe_gradient(m, f, NULL));
+                r->dir = vx_mlp_reflected(m, f, d);
             }
         }
         return sigma;

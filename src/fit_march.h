@@ -263,7 +263,7 @@ VX_HD vx_vec3 vx_fit_reflect_dir(const vx_march_params *m, const vx_fit_index *L
                                  vx_vec3 d) {
     float f[6];
     for (int k = 0; k < 6; k++) f[k] = vx_fit_density_at(L, data, m->nc, vx_gradient_probe(p, k));
-    return vx_reflect_dir(d, vx_probe_gradient(m, f, NULL));
+    return vx_mlp_reflected(m, f, d);
 }
 
 /* Adjoint of the trilinear gather: grad[corner][c] += w_corner * draw[c]. Corners that

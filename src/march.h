@@ -449,6 +449,15 @@ VX_HD vx_vec3 vx_reflect_dir(vx_vec3 d, vx_vec3 g) {
     return vx_v3(d.x - k * g.x, d.y - k * g.y, d.z - k * g.z);
 }
 
+/* The reflected direction at a sample from the six probes f of raw density (channel 0 at
+ * vx_gradient_probe; overwritten): the gradient of the activated density, so that voxels a
+ * sparse grid leaves out (read as 0) and the negative raw density a dense grid keeps there
+ * give the same normal, and every renderer and the fit see the same direction. */
+VX_HD vx_vec3 vx_mlp_reflected(const vx_march_params *m, float *f, vx_vec3 d) {
+    for (int k = 0; k < 6; k++) f[k] = vx_density_activate(m->dec.density_act, f[k]);
+    return vx_reflect_dir(d, vx_probe_gradient(m, f, NULL));
+}
+
 /* ---- the CPU ops: dense and sparse float32 storage, any decoder -------------------------- */
 
 /* gcc inlines the fetch, decode and shading into the CPU op's sample() only when told to
@@ -480,7 +489,7 @@ VX_CPU_FLATTEN VX_HD float vx_grid_op_sample(void *op, const vx_sample *s, vx_ve
         float f[6]; /* the network sees d mirrored about the density's surface */
         for (int k = 0; k < 6; k++)
             vx_trilinear_fetch_grid(g->data, g->sparse, m->nx, m->ny, m->nz, m->nc, 1, vx_gradient_probe(s->p, k), f + k);
-        d = vx_reflect_dir(d, vx_probe_gradient(m, f, NULL));
+        d = vx_mlp_reflected(m, f, d);
     }
     float sigma = vx_decode(&m->dec, g->raw, d, rgb);
     if (m->dec.type == VX_DEC_SCALAR && m->dec.shade && sigma > 0.0f) {

@@ -77,7 +77,8 @@ static void mlp_ref(const double *w, int layers, const double *feat, vx_vec3 d, 
 }
 
 /* The reference's reflected direction (decoder flag reflect) at index-space point p: the six
- * probes of the double grid's density, the gradient to world space, d mirrored about it.
+ * probes of the double grid's activated density, the gradient to world space, d mirrored
+ * about it.
  * With ref_hold set, the samples reuse the directions of the last unheld evaluation: the
  * normal held constant, as the analytic backward holds it (no gradient through it). */
 static int ref_hold;
@@ -92,6 +93,7 @@ static vx_vec3 ref_reflect(const vx_march_params *m, const double *grid, vx_vec3
         vx_fit_corners(&L, vx_gradient_probe(p, k), idx, cw);
         f[k] = 0.0;
         for (int j = 0; j < 8; j++) f[k] += (double)cw[j] * grid[idx[j] * m->nc];
+        f[k] = fmax(f[k], 0.0); /* the activated density (relu) */
     }
     gi[0] = f[0] - f[1]; gi[1] = f[2] - f[3]; gi[2] = f[4] - f[5];
     const float *w = m->w2i;
