@@ -257,15 +257,15 @@ int vx_fit_model_use_mlp_cpu(vx_fit_model *f, int layers, unsigned seed) {
     f->nc = VX_MLP_CHANNELS;
     f->mlp_layers = layers;
     size_t nw = (size_t)vx_mlp_weight_count(layers);
-    f->mlp = vx_calloc(nw, sizeof(float), "fit mlp weights");
-    f->mlp_grad = vx_calloc(nw, sizeof(float), "fit mlp gradient");
+    f->mlp = vx_floats64(nw, "fit mlp weights"); /* read in rows of 64 (vx_common.h) */
+    f->mlp_grad = vx_floats64(nw, "fit mlp gradient");
     f->mlp_m = vx_calloc(nw, sizeof(float), "fit mlp Adam first moment");
     f->mlp_v = vx_calloc(nw, sizeof(float), "fit mlp Adam second moment");
     f->mlp_threads = 1;
 #ifdef _OPENMP
     f->mlp_threads = omp_get_max_threads();
 #endif
-    f->mlp_tgrad = vx_calloc((size_t)f->mlp_threads * nw, sizeof(float), "fit mlp gradient per thread");
+    f->mlp_tgrad = vx_floats64((size_t)f->mlp_threads * nw, "fit mlp gradient per thread");
     if (!f->mlp || !f->mlp_grad || !f->mlp_m || !f->mlp_v || !f->mlp_tgrad || vx__alloc_arrays(f, 0)) {
         free(dens);
         vx_fit_model_free(f);

@@ -259,8 +259,8 @@ VX_HD float vx_fit_density_at(const vx_fit_index *L, const float *data, int nc, 
  * march.h's six gradient probes over the fit's storage, the renderer's values bit for bit.
  * No gradient flows through the normal (Ref-NeRF's first form): the backward treats the
  * reflected direction as a constant input, as it does the view direction. */
-VX_HD vx_vec3 vx_fit_reflect_dir(const vx_march_params *m, const vx_fit_index *L, const float *data, vx_vec3 p,
-                                 vx_vec3 d) {
+VX_CPU_OUTLINE vx_vec3 vx_fit_reflect_dir(const vx_march_params *m, const vx_fit_index *L, const float *data,
+                                          vx_vec3 p, vx_vec3 d) { /* out of line on the CPU, as vx_grid_op_reflect */
     float f[6];
     for (int k = 0; k < 6; k++) f[k] = vx_fit_density_at(L, data, m->nc, vx_gradient_probe(p, k));
     return vx_mlp_reflected(m, f, d);
@@ -374,19 +374,28 @@ typedef struct vx_fit_forward_op {
     const float *data;
     float raw[VX_MAX_CHANNELS];
 #ifndef __CUDA_ARCH__ /* host only: the CUDA fit trains the mlp in fit_mlp*.cuh */
-    vx_vec3 sdir;         /* the direction the last sample's network saw (the backward's) */
+    vx_vec3 sdir;         /* the reflected direction the last sample's network saw (reflect only) */
 #endif
     VX_MARCH_OP_FUNCS(vx_fit_forward_sample, vx_march_no_visit)
 } vx_fit_forward_op;
+
+#ifndef __CUDA_ARCH__
+/* The direction a sample's network sees when the decoder reflects it (kept as sdir for the
+ * backward): the reflected one where there is density. Out of line, so that the view
+ * direction's sample() below keeps its size and inlining. */
+VX_CPU_OUTLINE vx_vec3 vx_fit_forward_dir(vx_fit_forward_op *f, vx_vec3 p, vx_vec3 d) {
+    const vx_decoder *dec = &f->m->dec;
+    if (vx_density_activate(dec->density_act, f->raw[0]) * dec->density_scale > 0.0f)
+        d = vx_fit_reflect_dir(f->m, f->L, f->data, p, d);
+    return f->sdir = d;
+}
+#endif
 
 VX_HD float vx_fit_forward_sample(void *op, const vx_sample *s, vx_vec3 d, float *rgb) {
     vx_fit_forward_op *f = (vx_fit_forward_op *)op;
     vx_fit_fetch(f->L, f->data, f->m->nc, s->p, f->raw);
 #ifndef __CUDA_ARCH__
-    const vx_decoder *dec = &f->m->dec;
-    if (vx_decoder_mlp_reflect(dec) && vx_density_activate(dec->density_act, f->raw[0]) * dec->density_scale > 0.0f)
-        d = vx_fit_reflect_dir(f->m, f->L, f->data, s->p, d);
-    f->sdir = d;
+    if (vx_decoder_mlp_reflect(&f->m->dec)) d = vx_fit_forward_dir(f, s->p, d);
 #endif
     return vx_decode(&f->m->dec, f->raw, d, rgb);
 }
@@ -460,6 +469,7 @@ typedef struct vx_fit_backward_op {
     const vx_fit_reg_sums *sums;
     vx_fit_reg_run run;
 #ifndef __CUDA_ARCH__      /* host only, like the mlp branch of the visit below */
+    vx_vec3 dir;            /* the ray's direction (the mlp decoder's backward; reflect: fwd.sdir) */
     float *mlp_grad;        /* dL/d(mlp weights), or NULL */
     const vx_fit_px_loss *px; /* the per-point colour loss, or NULL */
 #endif
@@ -487,7 +497,8 @@ VX_HD void vx_fit_backward_visit(void *op, const vx_composite *c, const vx_sampl
         *f->px->loss += f->px->weight * w * l;
     }
     if (m->dec.type == VX_DEC_MLP)
-        vx_fit_decode_mlp_backward(&m->dec, f->fwd.raw, f->fwd.sdir, dsigma, drgb, draw, f->mlp_grad);
+        vx_fit_decode_mlp_backward(&m->dec, f->fwd.raw, vx_decoder_mlp_reflect(&m->dec) ? f->fwd.sdir : f->dir, dsigma,
+                                   drgb, draw, f->mlp_grad);
     else
 #endif
         vx_fit_decode_sh_backward(&m->dec, f->fwd.raw, f->b, f->nb, dsigma, drgb, draw);
@@ -515,6 +526,7 @@ VX_HD void vx_fit_march_backward_ex(const vx_march_params *m, const vx_fit_index
                                     const vx_fit_reg_sums *sums, float *mlp_grad, const vx_fit_px_loss *px) {
     vx_fit_backward_op f;
 #ifndef __CUDA_ARCH__
+    f.dir = d;
     f.mlp_grad = mlp_grad;
     f.px = px && px->weight > 0.0f ? px : NULL;
 #else

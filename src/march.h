@@ -420,13 +420,17 @@ VX_HD vx_vec3 vx_probe_gradient(const vx_march_params *m, const float *f, float 
                  w[2] * g[0] + w[6] * g[1] + w[10] * g[2]);
 }
 
-/* Headlight shading from the six probe values (vx_probe_gradient): rgb becomes
- * rgb (0.35 + 0.65 |n.d|) + 0.25 |n.d|^24 (ambient, two-sided diffuse, white specular with
- * the light at the eye). Where the gradient is weak against the window (flat regions, noisy
- * normals) the shaded colour fades to the plain one. */
+/* Headlight shading from the six probe values f[k] = value at vx_gradient_probe(p, k): the
+ * index-space gradient (central differences) goes to world space through the transpose of
+ * the world-to-index map (as vx_probe_gradient's), and rgb becomes rgb (0.35 + 0.65 |n.d|) +
+ * 0.25 |n.d|^24 (ambient, two-sided diffuse, white specular with the light at the eye). Where
+ * the gradient is weak against the window (flat regions, noisy normals) the shaded colour
+ * fades to the plain one. */
 VX_HD void vx_shade(const vx_march_params *m, const float *f, vx_vec3 d, float *rgb) {
-    float gi[3];
-    vx_vec3 gw = vx_probe_gradient(m, f, gi);
+    float gi[3] = {f[0] - f[1], f[2] - f[3], f[4] - f[5]};
+    const float *w = m->w2i;
+    vx_vec3 gw = vx_v3(w[0] * gi[0] + w[4] * gi[1] + w[8] * gi[2], w[1] * gi[0] + w[5] * gi[1] + w[9] * gi[2],
+                       w[2] * gi[0] + w[6] * gi[1] + w[10] * gi[2]);
     float len = vx_len(gw), win = m->dec.window_hi - m->dec.window_lo;
     float strength = sqrtf(gi[0] * gi[0] + gi[1] * gi[1] + gi[2] * gi[2]) / (win > 0.0f ? win : 1.0f);
     float k = vx_clampf(strength * 50.0f, 0.0f, 1.0f); /* full shading from 2% of the window per voxel */
@@ -482,23 +486,10 @@ typedef struct vx_grid_op {
     VX_MARCH_OP_FUNCS(vx_grid_op_sample, vx_march_no_visit)
 } vx_grid_op;
 
-/* The mlp's reflected direction at sample point p (vx_mlp_reflected over the CPU op's
- * storage). Kept out of line: inlined into the flattened sample() it cost the view
- * direction's mlp renders 12% of their CPU time (bench render, 2 cores). */
-VX_CPU_OUTLINE vx_vec3 vx_grid_op_reflect(const vx_grid_op *g, vx_vec3 p, vx_vec3 d) {
-    const vx_march_params *m = g->m;
-    float f[6];
-    for (int k = 0; k < 6; k++)
-        vx_trilinear_fetch_grid(g->data, g->sparse, m->nx, m->ny, m->nz, m->nc, 1, vx_gradient_probe(p, k), f + k);
-    return vx_mlp_reflected(m, f, d);
-}
-
 VX_CPU_FLATTEN VX_HD float vx_grid_op_sample(void *op, const vx_sample *s, vx_vec3 d, float *rgb) {
     vx_grid_op *g = (vx_grid_op *)op;
     const vx_march_params *m = g->m;
     vx_trilinear_fetch_grid(g->data, g->sparse, m->nx, m->ny, m->nz, m->nc, m->nc, s->p, g->raw);
-    if (vx_decoder_mlp_reflect(&m->dec) && vx_density_activate(m->dec.density_act, g->raw[0]) * m->dec.density_scale > 0.0f)
-        d = vx_grid_op_reflect(g, s->p, d); /* the network sees d mirrored about the density's surface */
     float sigma = vx_decode(&m->dec, g->raw, d, rgb);
     if (m->dec.type == VX_DEC_SCALAR && m->dec.shade && sigma > 0.0f) {
         float f[6];
@@ -518,9 +509,45 @@ VX_HD vx_grid_op vx_grid_op_make(const vx_march_params *m, const float *data, co
     return g;
 }
 
+/* The CPU op of an mlp decoder whose network sees the reflected direction
+ * (vx_decoder_mlp_reflect): vx_grid_op's fetch and decode, with d mirrored about the
+ * density's surface where there is density (vx_mlp_reflected over the same storage). An op
+ * of its own (render_cpu_reflect.c marches it), so that vx_grid_op's sample() and
+ * render_cpu.c compile to the machine code timed before it. */
+VX_HD float vx_grid_reflect_op_sample(void *op, const vx_sample *s, vx_vec3 d, float *rgb);
+
+typedef struct vx_grid_reflect_op {
+    vx_grid_op g; /* first: its op head is this op's */
+    VX_MARCH_OP_FUNCS(vx_grid_reflect_op_sample, vx_march_no_visit)
+} vx_grid_reflect_op;
+
+VX_CPU_FLATTEN VX_HD float vx_grid_reflect_op_sample(void *op, const vx_sample *s, vx_vec3 d, float *rgb) {
+    vx_grid_op *g = (vx_grid_op *)op;
+    const vx_march_params *m = g->m;
+    vx_trilinear_fetch_grid(g->data, g->sparse, m->nx, m->ny, m->nz, m->nc, m->nc, s->p, g->raw);
+    if (vx_density_activate(m->dec.density_act, g->raw[0]) * m->dec.density_scale > 0.0f) {
+        float f[6];
+        for (int k = 0; k < 6; k++)
+            vx_trilinear_fetch_grid(g->data, g->sparse, m->nx, m->ny, m->nz, m->nc, 1, vx_gradient_probe(s->p, k), f + k);
+        d = vx_mlp_reflected(m, f, d);
+    }
+    return vx_decode(&m->dec, g->raw, d, rgb);
+}
+
+VX_HD vx_grid_reflect_op vx_grid_reflect_op_make(const vx_march_params *m, const float *data, const vx_sparse *sparse) {
+    vx_grid_reflect_op r;
+    r.g = vx_grid_op_make(m, data, sparse);
+    VX_MARCH_OP_INIT(&r.g.op, vx_grid_reflect_op_sample, vx_march_no_visit);
+    return r;
+}
+
 /* March one ray through a dense float32 grid (the reference the tests call). */
 VX_HD vx_ray_result vx_march(const vx_march_params *m, const float *data, const unsigned char *occ, vx_vec3 o,
                              vx_vec3 d) {
+    if (vx_decoder_mlp_reflect(&m->dec)) {
+        vx_grid_reflect_op r = vx_grid_reflect_op_make(m, data, NULL);
+        return vx_march_run(m, occ, o, d, 0.0f, VX_MARCH_OP_OF(&r));
+    }
     vx_grid_op g = vx_grid_op_make(m, data, NULL);
     return vx_march_run(m, occ, o, d, 0.0f, VX_MARCH_OP_OF(&g));
 }

@@ -50,7 +50,7 @@ int vx_mlp_load(const char *path, int layers, float **packed) {
             free(vals);
             return vx_error("%s: mlp weight %zu is %g (weights must be finite, within +-1e6)", path, i, v);
         }
-    float *p = (float *)vx_malloc(n * sizeof(float), "mlp weights");
+    float *p = vx_floats64(n, "mlp weights"); /* the decode reads them in rows of 64 */
     if (!p) { free(vals); return -1; }
     vx_mlp_pack(layers, vals, p);
     free(vals);

@@ -12,6 +12,9 @@ extern "C" {
 #endif
 
 int vx_render_cpu(const vx_volume *v, const vx_camera *c, const vx_render_opts *o, vx_frame *f);
+/* The same for an mlp scene whose network sees the reflected direction (vx_render_cpu calls
+ * it): march.h's reflect op, in a file of its own so that vx_render_cpu compiles as before. */
+int vx_render_cpu_reflect(const vx_volume *v, const vx_camera *c, const vx_render_opts *o, vx_frame *f);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
 int vx_render_cpu(const vx_volume *v, const vx_camera *c, const vx_render_opts *o, vx_frame *f) {
     if (f->width != c->width || f->height != c->height)
         return vx_error("frame %dx%d does not match the camera %dx%d", f->width, f->height, c->width, c->height);
+    if (vx_decoder_mlp_reflect(&v->mp.dec)) return vx_render_cpu_reflect(v, c, o, f); /* render_cpu_reflect.c */
     long long samples = 0, hit = 0;
     int threads = o && o->threads > 0 ? o->threads : 0;
 #ifdef _OPENMP

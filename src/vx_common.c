@@ -107,6 +107,16 @@ void *vx_calloc(size_t n, size_t size, const char *what) {
     return p;
 }
 
+float *vx_floats64(size_t n, const char *what) {
+    void *p = NULL;
+    if (n > SIZE_MAX / sizeof(float) || posix_memalign(&p, 64, (n ? n : 1) * sizeof(float))) {
+        vx_error("out of memory allocating %zu floats for %s", n, what);
+        return NULL;
+    }
+    memset(p, 0, (n ? n : 1) * sizeof(float));
+    return (float *)p;
+}
+
 int vx_mul_size(size_t a, size_t b, size_t *out) {
     if (a != 0 && b > SIZE_MAX / a) return -1;
     *out = a * b;

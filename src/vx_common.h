@@ -42,6 +42,9 @@ void vx_set_quiet(int quiet);
 /* malloc/calloc that record "out of memory (N bytes) for WHAT" and return NULL. */
 void *vx_malloc(size_t n, const char *what);
 void *vx_calloc(size_t n, size_t size, const char *what);
+/* n zeroed floats on a 64-byte boundary (free() releases them): arrays read in rows of 64
+ * floats, such as the mlp's weights, start on a cache line whatever the heap did before. */
+float *vx_floats64(size_t n, const char *what);
 
 /* a*b (and a*b*c*d) into *out; returns 0 on success, -1 on overflow. */
 int vx_mul_size(size_t a, size_t b, size_t *out);
