@@ -120,7 +120,8 @@ template <class S, int DEC, int DEG, bool P> struct vx_render_op {
         vx_cell_blend(&c, vp, NC, raw);
         if constexpr (DEC == VX_DEC_SCALAR) {
             float sigma = vx_decode_scalar(&m->dec, raw, rgb);
-            if (m->dec.shade && sigma > 0.0f) { /* march.h's gradient probes, channel 0 */
+            if (m->dec.shade && sigma > 0.0f) { /* march.h's gradient probes, channel 0 (vx_store_probes' loop, kept
+                                                 * inline here: with the helper the timed kernels' code changes) */
                 float f[6];
                 for (int q = 0; q < 6; q++) {
                     vx_trilinear_cell(m->nx, m->ny, m->nz, vx_gradient_probe(s->p, q), &c);
@@ -137,13 +138,7 @@ template <class S, int DEC, int DEG, bool P> struct vx_render_op {
         } else if constexpr (DEC == VX_DEC_MLP) { /* DEG: hidden layers, + VX_MLP_DEG_REFLECT */
             if constexpr ((DEG & VX_MLP_DEG_REFLECT) != 0) { /* sigma > 0 here: the density-first read passed */
                 float f[6];
-                for (int q = 0; q < 6; q++) {
-                    vx_trilinear_cell(m->nx, m->ny, m->nz, vx_gradient_probe(s->p, q), &c);
-                    r->store.template corners<NC>(c, cp, r->cache);
-#pragma unroll
-                    for (int k = 0; k < 8; k++) vx_load_point<1>(cp[k], v[k]);
-                    vx_cell_blend(&c, vp, 1, f + q);
-                }
+                vx_store_probes<NC>(r->store, r->cache, m, s->p, f);
                 d = vx_mlp_reflected(m, f, d);
             }
             return vx_decode_mlp(&m->dec, vx_c_mlp, DEG & ~VX_MLP_DEG_REFLECT, raw, d, rgb);

@@ -53,15 +53,9 @@ template <class S, bool WRITE, bool P, bool R = false> struct vx_mlpd_op {
 #pragma unroll
             for (int k = 0; k < 8; k++) vx_load_point<NC>(cp[k], v[k]);
             vx_cell_blend(&c, vp, NC, r->raw);
-            if constexpr (R) { /* render.cu's fused op: march.h's gradient probes, channel 0 */
+            if constexpr (R) { /* as render.cu's fused op */
                 float f[6];
-                for (int q = 0; q < 6; q++) {
-                    vx_trilinear_cell(m->nx, m->ny, m->nz, vx_gradient_probe(s->p, q), &c);
-                    r->store.template corners<NC>(c, cp, r->cache);
-#pragma unroll
-                    for (int k = 0; k < 8; k++) vx_load_point<1>(cp[k], v[k]);
-                    vx_cell_blend(&c, vp, 1, f + q);
-                }
+                vx_store_probes<NC>(r->store, r->cache, m, s->p, f);
                 r->dir = vx_mlp_reflected(m, f, d);
             }
         }

@@ -8,6 +8,7 @@
 #include <limits.h>
 
 #include "decode.h"
+#include "load.cuh"
 #include "march.h"
 #include "sparse.h"
 #include "sparse_apron.h"
@@ -80,6 +81,25 @@ __device__ __forceinline__ void vx_frame_counters_add(unsigned long long *counte
     if ((threadIdx.y * blockDim.x + threadIdx.x) % 32 == 0) {
         if (s) atomicAdd(counters, (unsigned long long)s);
         if (h) atomicAdd(counters + 1, (unsigned long long)h);
+    }
+}
+
+/* march.h's six gradient probes of channel 0 around index-space point p, read from store
+ * (NC channels a voxel): f[q] the trilinear value at vx_gradient_probe(p, q). The scalar
+ * decoder's shading and the mlp's reflected direction take them at a sample with density. */
+template <int NC, class S>
+__device__ __forceinline__ void vx_store_probes(const S &store, vx_brick_cache &cache, const vx_march_params *m,
+                                                vx_vec3 p, float f[6]) {
+    for (int q = 0; q < 6; q++) {
+        vx_cell c;
+        const typename S::elem *cp[8];
+        float v[8][1];
+        const float *vp[8] = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
+        vx_trilinear_cell(m->nx, m->ny, m->nz, vx_gradient_probe(p, q), &c);
+        store.template corners<NC>(c, cp, cache);
+#pragma unroll
+        for (int k = 0; k < 8; k++) vx_load_point<1>(cp[k], v[k]);
+        vx_cell_blend(&c, vp, 1, f + q);
     }
 }
 

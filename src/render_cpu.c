@@ -1,6 +1,6 @@
 /* render_cpu.c - the reference renderer: every pixel's ray through vx_march_run with the
- * dense or sparse float32 op of march.h, OpenMP over rows. The CUDA backend
- * (kernels/render.cu) is tested against this. */
+ * dense or sparse float32 op of march.h, OpenMP over rows (the mlp's reflected direction:
+ * render_cpu_reflect.c). The CUDA backend (kernels/render.cu) is tested against this. */
 #include "render.h"
 
 #ifdef _OPENMP

@@ -1,7 +1,8 @@
 /* render_cpu_reflect.c - the CPU renderer for mlp scenes whose network sees the reflected
  * direction (decode.h vx_decoder_mlp_reflect): render_cpu.c's loop with march.h's reflect
  * op. Its own file: with both ops in one loop gcc stopped inlining the march there and
- * called every sample through a pointer; apart, render_cpu.o is the code it was. */
+ * called every sample through a pointer; apart, render_cpu.o is the code it was (so that
+ * loop also keeps its own pixel store, where this one and HDDA's share vx_frame_put_ray). */
 #include "render.h"
 
 #ifdef _OPENMP
@@ -29,13 +30,7 @@ int vx_render_cpu_reflect(const vx_volume *v, const vx_camera *c, const vx_rende
             vx_grid_reflect_op op = vx_grid_reflect_op_make(&v->mp, v->data, v->sparse);
             vx_ray_result r = vx_march_run(&v->mp, v->occ, ro, rd, vx_pixel_jitter(v->mp.jitter_seed, p),
                                            VX_MARCH_OP_OF(&op));
-            f->rgb[3 * p] = r.rgb[0];
-            f->rgb[3 * p + 1] = r.rgb[1];
-            f->rgb[3 * p + 2] = r.rgb[2];
-            f->alpha[p] = 1.0f - r.trans;
-            if (f->depth) f->depth[p] = r.depth;
-            samples += r.samples;
-            hit += r.samples > 0 || r.trans < 1.0f;
+            vx_frame_put_ray(f, p, &r, &samples, &hit);
         }
     }
     f->samples = samples;

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "hdda_march.h"
+#include "render.h"
 #include "render_hdda.h"
 #include "sparse.h"
 #include "vx_common.h"
@@ -77,11 +78,7 @@ extern "C" int vx_render_hdda_cpu(const vx_hdda_grid *h, const vx_march_params *
             vx_camera_ray(c, (float)j + 0.5f, (float)i + 0.5f, &ro, &rd);
             vx_ray_result r = vx_hdda_march(m, grid, ro, rd);
             size_t p = (size_t)i * c->width + j;
-            for (int k = 0; k < 3; k++) f->rgb[3 * p + k] = r.rgb[k];
-            f->alpha[p] = 1.0f - r.trans;
-            if (f->depth) f->depth[p] = r.depth;
-            samples += r.samples;
-            hit += r.samples > 0 || r.trans < 1.0f;
+            vx_frame_put_ray(f, p, &r, &samples, &hit);
         }
     f->samples = samples;
     f->rays_hit = hit;
