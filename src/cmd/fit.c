@@ -207,8 +207,8 @@ int vx_cmd_fit(int argc, char **argv) {
     const char *dataset = NULL, *out = NULL, *val_split = NULL, *stage_ends = NULL;
     vx_fit_config cfg;
     vx_fit_config_default(&cfg);
-    int sh = 2, downscale = 1, has_bbox = 0, seed = 1, use_mlp = 0, mlp_layers = 2, mlp_reflect = 0, coarse[VX_FIT_LEVELS], ncoarse = 0,
-        coarse_cut = 1, coarse_only = 0, coarse_density = -1; /* -1: not given */
+    int sh = 2, downscale = 1, has_bbox = 0, seed = 1, use_mlp = 0, mlp_layers = 2, mlp_reflect = 0,
+        coarse[VX_FIT_LEVELS], ncoarse = 0, coarse_cut = 1, coarse_only = 0, coarse_density = -1; /* -1: not given */
     double coarse_decay = 0.0;
     double step = 0.5, lo[3], hi[3], dv;
     vx_backend_kind backend = VX_BACKEND_AUTO;
