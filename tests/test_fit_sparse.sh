@@ -135,8 +135,8 @@ else
 fi
 
 # --mlp-reflect: the log says so, the scene says "direction": "reflected" and keeps it
-# through convert, it renders, and the fit ends at another loss than the same fit seeing
-# the view direction (cd0 above)
+# through convert, it renders, and the fit trains another network than the same fit
+# seeing the view direction (cd0 above)
 # shellcheck disable=SC2086
 if OMP_NUM_THREADS=1 $VOXRAY fit "$MIC" -o "$T/rf" $CO --mlp-reflect >"$T/rf.log" 2>&1; then
     grep -q "^fit: the network sees the view direction reflected about the density's surface" "$T/rf.log" && ok ||
@@ -146,9 +146,10 @@ if OMP_NUM_THREADS=1 $VOXRAY fit "$MIC" -o "$T/rf" $CO --mlp-reflect >"$T/rf.log
         ok || bad "convert --dense dropped the reflected direction"
     $VOXRAY render "$T/rf" -o "$T/rf.png" --backend cpu >"$T/rfr.log" 2>&1 && [ -s "$T/rf.png" ] && ok ||
         bad "render of the reflected scene: $(tail -1 "$T/rfr.log")"
-    a=$(sed -n 's/.*loss [0-9.e+-]* -> \([0-9.e+-]*\);.*/\1/p' "$T/cd0.log")
-    b=$(sed -n 's/.*loss [0-9.e+-]* -> \([0-9.e+-]*\);.*/\1/p' "$T/rf.log")
-    [ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ] && ok || bad "--mlp-reflect ends at loss '$b', the view direction at '$a'"
+    # the same one-thread fit seeing the view direction (cd0) trains other weights (the
+    # final losses of this short fit can agree in all four printed digits)
+    [ -s "$T/rf/mlp.npy" ] && ! cmp -s "$T/rf/mlp.npy" "$T/cd0/mlp.npy" && ok ||
+        bad "--mlp-reflect trained the same network as the view direction"
 else
     bad "fit --mlp-reflect failed"; tail -3 "$T/rf.log"
 fi
