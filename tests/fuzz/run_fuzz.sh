@@ -19,7 +19,7 @@ SAN="-fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all"
 CF="-g -O1 -std=c11 -D_GNU_SOURCE -fopenmp -Isrc -Isrc/formats -Ikernels -Itests $SAN"
 LIBS="-lzip -lz -lm -lcjson -fopenmp"
 OBJS=""
-for s in src/vx_common.c src/outputs.c src/grid.c src/npy.c src/mlp.c src/sparse.c src/sparse_build.c src/sparse_io.c src/piece_io.c src/piece_split.c src/formats/*.c src/scene.c src/tf.c src/camera.c src/frame.c src/volume.c src/render_cpu.c; do
+for s in src/vx_common.c src/outputs.c src/grid.c src/npy.c src/mlp.c src/sparse.c src/sparse_build.c src/sparse_io.c src/piece_io.c src/piece_split.c src/formats/*.c src/scene.c src/tf.c src/camera.c src/frame.c src/volume.c src/render_cpu.c src/render_cpu_reflect.c; do
     o="$B/obj/$(echo "$s" | tr / _ | sed 's/\.c$/.o/')"
     "$CLANG" $CF -fsanitize=fuzzer-no-link -c "$s" -o "$o" || { echo "fuzz: cannot compile $s"; echo "fuzz: 0 passed, 1 failed"; exit 1; }
     OBJS="$OBJS $o"
