@@ -71,6 +71,7 @@ struct out {
     std::vector<float> rgb, grad, wgrad, wmax;
     double loss = 0.0;
     int passes = 0, slot_passes = 0; /* passes; of them, gather version 2's (one march) */
+    int most = 0;                    /* the most samples a ray had (in the pass that took it) */
 };
 
 static inline void out_init(out *o, const vx_fit_model *f, int n) {

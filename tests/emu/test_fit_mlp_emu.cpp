@@ -69,6 +69,7 @@ static void run_batched(const vx_fit_model *f, const vx_fit_batch *b, unsigned l
         if (!one)
             vx_emu_launch(dim3(rb), dim3(128), vx_fit_mlpb_gather_pick(&f->mp), f->mp, L, (const float *)f->data, occ, src, list,
                           m, B, cap, rc, defer, &left);
+        for (int t = 0; t < m; t++) o->most = std::max(o->most, cnt_n[t]); /* -1: put off */
         unsigned long long S = rc[1], tiles = (S + VX_MLPB_TILE - 1) / VX_MLPB_TILE;
         unsigned grid = (unsigned)std::min<unsigned long long>(tiles, 3); /* persistent: several tiles a block */
         if (S) vx_emu_launch(dim3(grid), dim3(VX_MLPB_THREADS), vx_fit_mlpb_forward_kernel<LAYERS>, (const float *)f->mlp, B, S);
@@ -125,6 +126,7 @@ template <int LAYERS> static void run_per_ray(const vx_fit_model *f, const vx_fi
 }
 
 static void check_against_cpu(int kernel) {
+    int redraws = 0;
     for (int trial = 0; trial < 4; trial++) {
         int layers = 1 + trial % 2, small = trial / 2 % 2, bricked = (trial + kernel) % 2, n = 160;
         vx_fit_model f;
@@ -154,6 +156,17 @@ static void check_against_cpu(int kernel) {
             if (layers == 1) run_per_ray<1>(&f, &b, cap, &o);
             else run_per_ray<2>(&f, &b, cap, &o);
         }
+        if (kernel == 3 && trial == 0 && o.most <= (int)VX_MLPB_SLOT_MIN) {
+            /* no ray longer than its slot (a small bricked grid can do that): draw again, so the
+             * put-off path runs every time */
+            print_message("  redraw: the most samples a ray had was %d\n", o.most);
+            assert_true(o.passes == 1);
+            assert_true(++redraws < 20);
+            vx_fit_batch_free(&b);
+            vx_fit_model_free(&f);
+            trial--;
+            continue;
+        }
         vx_fit_zero_grad_cpu(&f);
         std::vector<float> rc((size_t)3 * n);
         double lc = vx_fit_rays_backward_cpu(&f, &b, rc.data());
@@ -164,14 +177,18 @@ static void check_against_cpu(int kernel) {
                       reflect ? "reflected" : "view", o.passes, lc, o.loss);
         if (small) assert_true(o.passes > 1);
         if (kernel == 3) {
-            print_message("  %d of the passes with the one-march gather\n", o.slot_passes);
+            print_message("  %d of the passes with the one-march gather; the most samples a ray had: %d\n", o.slot_passes,
+                          o.most);
             if (!small) assert_true(o.slot_passes > 0); /* the small buffer's slots stay under 8 rows */
-            if (trial == 0) assert_true(o.passes > 1); /* some ray had more samples than its slot */
+            /* slots of 8 rows and room for all: a second pass exactly when some ray had more */
+            if (trial == 0) assert_true((o.passes > 1) == (o.most > (int)VX_MLPB_SLOT_MIN));
         }
         assert_true(fabs(lc - o.loss) <= 1e-5 * lc + 1e-9);
         compare_most(rc.data(), o.rgb.data(), rc.size(), 1e-5, 1e-6, 0, "ray colours");
         size_t nv = vx_fit_storage_voxels(&f);
-        compare_most(f.grad, o.grad.data(), nv * f.nc, 1e-4, 1e-8, 16, "grid gradient");
+        /* a hidden unit within rounding of relu's kink at one sample moves its whole cell's
+         * gradient: 8 voxels of nc channels (seed 122 met one, 26 entries of 65536) */
+        compare_most(f.grad, o.grad.data(), nv * f.nc, 1e-4, 1e-8, 8 * f.nc, "grid gradient");
         compare_most(f.mlp_grad, o.wgrad.data(), o.wgrad.size(), 1e-4, 1e-8, VX_MLP_WIDTH, "weight gradient");
         compare_most(f.wmax, o.wmax.data(), nv, 1e-4, 1e-7, 8, "max weights");
         vx_fit_batch_free(&b);
