@@ -411,11 +411,10 @@ VX_HD vx_vec3 vx_gradient_probe(vx_vec3 p, int k) {
 
 /* The world-space gradient from the six probe values f[k] = value at vx_gradient_probe(p, k):
  * central differences in index space, taken to world space through the transpose of the
- * world-to-index map. gi (when not NULL) gets the index-space differences. */
-VX_HD vx_vec3 vx_probe_gradient(const vx_march_params *m, const float *f, float *gi) {
+ * world-to-index map. */
+VX_HD vx_vec3 vx_probe_gradient(const vx_march_params *m, const float *f) {
     float g[3] = {f[0] - f[1], f[2] - f[3], f[4] - f[5]};
     const float *w = m->w2i;
-    if (gi) { gi[0] = g[0]; gi[1] = g[1]; gi[2] = g[2]; }
     return vx_v3(w[0] * g[0] + w[4] * g[1] + w[8] * g[2], w[1] * g[0] + w[5] * g[1] + w[9] * g[2],
                  w[2] * g[0] + w[6] * g[1] + w[10] * g[2]);
 }
@@ -459,7 +458,7 @@ VX_HD vx_vec3 vx_reflect_dir(vx_vec3 d, vx_vec3 g) {
  * give the same normal, and every renderer and the fit see the same direction. */
 VX_HD vx_vec3 vx_mlp_reflected(const vx_march_params *m, float *f, vx_vec3 d) {
     for (int k = 0; k < 6; k++) f[k] = vx_density_activate(m->dec.density_act, f[k]);
-    return vx_reflect_dir(d, vx_probe_gradient(m, f, NULL));
+    return vx_reflect_dir(d, vx_probe_gradient(m, f));
 }
 
 /* ---- the CPU ops: dense and sparse float32 storage, any decoder -------------------------- */
