@@ -228,7 +228,7 @@ else
 Q := @
 endif
 
-.PHONY: all demo test test-gpu test-gpu-build bench layers deps check-deps deps-bundle mpi-bundle dev-bundle clean scenes install-deps
+.PHONY: all demo test seeds test-gpu test-gpu-build bench layers deps check-deps deps-bundle mpi-bundle dev-bundle clean scenes install-deps
 all: $(BUILD)/voxray
 
 $(BUILD)/voxray: $(BUILD)/src/main.o $(LIB_OBJ) $(VIEW_OBJ) $(MPI_STAMP) $(CONFIG_STAMP)
@@ -318,6 +318,12 @@ PY_TESTS := $(if $(filter 1 clang,$(SAN)),0,1)
 test: check-deps
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/voxray $(TEST_BIN) $(if $(filter 1,$(PY_TESTS)),$(BUILD)/libvoxray.so)
 	$(Q)VOXRAY=$(BUILD)/voxray BUILD=$(BUILD) PYTHON_TESTS=$(PY_TESTS) PYTHON=$(PYTHON) sh tests/run_tests.sh $(TEST_BIN)
+
+# Each randomized test binary ROUNDS times with fresh seeds (tests/seed_sweep.sh): finds the
+# tolerance one draw in a hundred breaks before CI does. ROUNDS=20 JOBS=nproc by default.
+seeds: check-deps
+	$(Q)$(MAKE) --no-print-directory $(TEST_BIN)
+	$(Q)ROUNDS=$(or $(ROUNDS),20) SWEEP_DIR=$(BUILD)/seeds $(if $(JOBS),JOBS=$(JOBS)) sh tests/seed_sweep.sh $(TEST_BIN)
 
 test-gpu: $(BUILD)/voxray $(GPU_TEST_BIN)
 	$(Q)VOXRAY=$(BUILD)/voxray BUILD=$(BUILD) sh tests/gpu/run_gpu_tests.sh $(GPU_TEST_BIN)
