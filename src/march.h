@@ -419,17 +419,13 @@ VX_HD vx_vec3 vx_probe_gradient(const vx_march_params *m, const float *f) {
                  w[2] * g[0] + w[6] * g[1] + w[10] * g[2]);
 }
 
-/* Headlight shading from the six probe values f[k] = value at vx_gradient_probe(p, k): the
- * index-space gradient (central differences) goes to world space through the transpose of
- * the world-to-index map (as vx_probe_gradient's), and rgb becomes rgb (0.35 + 0.65 |n.d|) +
- * 0.25 |n.d|^24 (ambient, two-sided diffuse, white specular with the light at the eye). Where
- * the gradient is weak against the window (flat regions, noisy normals) the shaded colour
- * fades to the plain one. */
+/* Headlight shading from the six probe values (vx_probe_gradient): rgb becomes
+ * rgb (0.35 + 0.65 |n.d|) + 0.25 |n.d|^24 (ambient, two-sided diffuse, white specular with
+ * the light at the eye). Where the gradient is weak against the window (flat regions, noisy
+ * normals) the shaded colour fades to the plain one. */
 VX_HD void vx_shade(const vx_march_params *m, const float *f, vx_vec3 d, float *rgb) {
-    float gi[3] = {f[0] - f[1], f[2] - f[3], f[4] - f[5]};
-    const float *w = m->w2i;
-    vx_vec3 gw = vx_v3(w[0] * gi[0] + w[4] * gi[1] + w[8] * gi[2], w[1] * gi[0] + w[5] * gi[1] + w[9] * gi[2],
-                       w[2] * gi[0] + w[6] * gi[1] + w[10] * gi[2]);
+    float gi[3] = {f[0] - f[1], f[2] - f[3], f[4] - f[5]}; /* index space: the strength */
+    vx_vec3 gw = vx_probe_gradient(m, f);
     float len = vx_len(gw), win = m->dec.window_hi - m->dec.window_lo;
     float strength = sqrtf(gi[0] * gi[0] + gi[1] * gi[1] + gi[2] * gi[2]) / (win > 0.0f ? win : 1.0f);
     float k = vx_clampf(strength * 50.0f, 0.0f, 1.0f); /* full shading from 2% of the window per voxel */
