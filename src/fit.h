@@ -37,6 +37,9 @@ typedef struct {
     int lazy;                   /* sparse Adam: zero-gradient parameters keep value and moments */
     int mlp_kernel;             /* CUDA, mlp decoder: 1 the network inside the ray kernel,
                                  * 0 or 2 batched over the step's samples (kernels/cuda_fit.h) */
+    int mlp_gather;             /* CUDA, the batched step's gather (fit --mlp-gather): 0 or 1 two
+                                 * marches a ray (count, then write), 2 one march into staging
+                                 * slots (kernels/fit_mlp_batch.cuh); opt-in until timed */
     int jitter;                 /* training rays through a random point of their pixel, not
                                  * its centre (vx_fit_pixel_point, fit_march.h) */
     float rgbper;               /* per-point colour loss (DirectVoxGO's weight_rgbper): rgbper/n

@@ -60,7 +60,9 @@ static int vx__step(vx_fit_backend *b, const vx_fit_step *s, double *loss) {
         if (b->tc < 0) return -1;
         if (b->tc && !s->hp->mlp_tc) vx_note("fit: the mlp network on the tensor cores (TF32; --no-mlp-tensor-cores: FP32)");
     }
-    if (vx_fit_set_mlp_kernel_cuda(b->g, s->hp->mlp_kernel) || vx_fit_set_mlp_tc_cuda(b->g, b->tc)) return -1;
+    if (vx_fit_set_mlp_kernel_cuda(b->g, s->hp->mlp_kernel) || vx_fit_set_mlp_tc_cuda(b->g, b->tc) ||
+        (s->hp->mlp_gather && vx_fit_set_mlpb_gather_cuda(b->g, s->hp->mlp_gather)))
+        return -1;
     if (s->map && s->map->version != b->map_version) {
         if (vx_fit_errmap_upload_cuda(b->g, &s->map->t, s->batch)) return -1;
         b->map_version = s->map->version;

@@ -139,6 +139,7 @@ expect 1 "nodata/transforms_train.json" -- $VOXRAY fit "$T/nodata" -o "$T/yfit"
 expect 1 "nodata/transforms_test.json" -- $VOXRAY eval "$T/orbs" "$T/nodata"
 expect 2 "--write" -- $VOXRAY fit "$T/nodata" -o "$T/yfit" --write npz
 expect 2 "--mlp-kernel fast" -- $VOXRAY fit "$T/nodata" -o "$T/yfit" --mlp-kernel fast
+expect 2 "--mlp-gather" -- $VOXRAY fit "$T/nodata" -o "$T/yfit" --mlp-gather 3
 expect 1 "coincide" -- $VOXRAY render "$T/orbs" -o "$T/y.png" --eye 0,0,0 --target 0,0,0
 expect 1 "cannot" -- $VOXRAY render "$T/orbs" -o "$T/a.png/sub/y.png" --size 8x8 --backend cpu
 ls "$T" | grep -q '^y' && bad "a failed run left output: $(ls "$T" | grep '^y')" || ok

@@ -136,9 +136,11 @@ fi
 
 # --mlp-reflect: the log says so, the scene says "direction": "reflected" and keeps it
 # through convert, it renders, and the fit trains another network than the same fit
-# seeing the view direction (cd0 above)
+# seeing the view direction (cd0 above); --mlp-gather, a CUDA choice, says it does nothing here
 # shellcheck disable=SC2086
-if OMP_NUM_THREADS=1 $VOXRAY fit "$MIC" -o "$T/rf" $CO --mlp-reflect >"$T/rf.log" 2>&1; then
+if OMP_NUM_THREADS=1 $VOXRAY fit "$MIC" -o "$T/rf" $CO --mlp-reflect --mlp-gather 2 >"$T/rf.log" 2>&1; then
+    grep -q "^voxray: fit: --mlp-gather has no effect when training on the CPU" "$T/rf.log" && ok ||
+        bad "--mlp-gather on the CPU: no line in the fit log"
     grep -q "^fit: the network sees the view direction reflected about the density's surface" "$T/rf.log" && ok ||
         bad "--mlp-reflect: no line in the fit log"
     grep -q '"direction":[[:space:]]*"reflected"' "$T/rf/scene.json" && ok || bad "--mlp-reflect: the scene does not say so"

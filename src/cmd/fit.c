@@ -60,6 +60,9 @@ static void vx__fit_usage(FILE *o) {
             "                       density's surface (Ref-NeRF), not the view direction itself\n"
             "  --mlp-kernel K       CUDA: batched (default: tiled products over the step's\n"
             "                       samples) or per-ray (the network inside the ray kernel)\n"
+            "  --mlp-gather V       CUDA, batched: how the step gathers the network's inputs, 1 (the\n"
+            "                       default: each ray marched twice, to count its samples and to\n"
+            "                       write them) or 2 (marched once into staging slots, 1.2 GB more)\n"
             "  --mlp-tensor-cores   CUDA, batched: the network's hidden layers on the tensor cores\n"
             "                       (TF32 operands, FP32 sums; the default where the GPU has them,\n"
             "                       sm_80 and up; given, an error where it has not)\n"
@@ -225,7 +228,7 @@ int vx_cmd_fit(int argc, char **argv) {
                                        "--lr-sigma", "--lr-sh", "--lr-final", "--tv-sigma", "--tv-sh", "--tv-until",
                                        "--backend", "--max-seconds", "--stage-ends", "--sparsity", "--distortion",
                                        "--binary-alpha", "--rgbper", "--error-map", "--crop-keep",
-                                       "--decoder", "--mlp-layers", "--lr-mlp", "--mlp-kernel", "--mlp-dir-degree",
+                                       "--decoder", "--mlp-layers", "--lr-mlp", "--mlp-kernel", "--mlp-gather", "--mlp-dir-degree",
                                        "--coarse", "--lr-coarse", "--coarse-only", "--coarse-decay", "--lr-coarse-sigma"};
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             if (!strcmp(a, valued[k]) && !need) {
@@ -291,6 +294,7 @@ int vx_cmd_fit(int argc, char **argv) {
         else if (!strcmp(a, "--time-curve")) cfg.time_curve = 1;
         else if (!strcmp(a, "--jitter")) cfg.hp.jitter = 1;
         else if (!strcmp(a, "--random-bg")) cfg.hp.random_bg = 1;
+        else if (!strcmp(a, "--mlp-gather")) bad = vx_parse_int(a, argv[++i], 1, 2, &cfg.hp.mlp_gather);
         else if (!strcmp(a, "--mlp-tensor-cores")) cfg.hp.mlp_tc = 1;
         else if (!strcmp(a, "--no-mlp-tensor-cores")) cfg.hp.mlp_tc = -1;
         else if (!strcmp(a, "--no-crop")) cfg.crop = 0;
@@ -361,6 +365,11 @@ int vx_cmd_fit(int argc, char **argv) {
                                        "(--mlp-kernel batched, the default)");
         goto fail;
     }
+    if (cfg.hp.mlp_gather && cfg.backend == VX_BACKEND_CUDA && use_mlp && cfg.hp.mlp_kernel == 1) {
+        rc = vx_cli_usage_error("fit", "--mlp-gather chooses the mlp decoder's batched step's gather "
+                                       "(--mlp-kernel batched, the default), not the per-ray step's");
+        goto fail;
+    }
     if (mlp_reflect && cfg.backend == VX_BACKEND_CUDA && use_mlp && cfg.hp.mlp_kernel == 1) {
         rc = vx_cli_usage_error("fit", "--mlp-reflect has no CUDA kernel in the mlp decoder's per-ray step "
                                        "(--mlp-kernel batched, the default, has it)");
@@ -379,6 +388,11 @@ int vx_cmd_fit(int argc, char **argv) {
         fprintf(stderr, "voxray: fit: --mlp-kernel has no effect without --decoder mlp\n");
     else if (cfg.hp.mlp_kernel && cfg.backend != VX_BACKEND_CUDA)
         fprintf(stderr, "voxray: fit: --mlp-kernel chooses a CUDA kernel; no effect when training on the CPU\n");
+    if (cfg.hp.mlp_gather && (!use_mlp || cfg.backend != VX_BACKEND_CUDA))
+        fprintf(stderr, "voxray: fit: --mlp-gather has no effect %s\n",
+                use_mlp ? "when training on the CPU" : "without --decoder mlp");
+    else if (cfg.hp.mlp_gather == 2)
+        fprintf(stderr, "fit: the batched step gathers in one march a ray (--mlp-gather 2)\n");
     /* after the CUDA defaults, which may have changed the number of stages */
     if (vx__parse_stage_ends(stage_ends, &cfg)) {
         rc = vx_cli_usage_error("fit", vx_errmsg());
