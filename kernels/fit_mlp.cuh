@@ -28,7 +28,7 @@ template <int LAYERS, bool BWD, bool R = false> struct vx_fit_mlp_op {
     const vx_march_params *m;
     const vx_fit_index *L;
     const float *data;
-    vx_vec3 dir;                          /* R (the decoder's reflect): the sample's reflected one */
+    vx_vec3 dir;                          /* the ray's */
     unsigned idx[8];
     float w[8], raw[VX_MLP_CHANNELS];
     int n;                                /* forward: composited samples */
@@ -57,7 +57,9 @@ template <int LAYERS, bool BWD, bool R = false> struct vx_fit_mlp_op {
             for (int c = 0; c < VX_MLP_CHANNELS; c++) f->raw[c] += f->w[j] * v[c];
         }
         f->raw[0] = raw0;
-        if constexpr (R) f->dir = d = vx_fit_reflect_dir(f->m, f->L, f->data, smp->p, d); /* fit_march.h's */
+        if constexpr (R) /* the input reads the density's gradient (fit_march.h's probes) */
+            return vx_decode_mlp_dir(&f->m->dec, vx_c_fit_mlp, LAYERS, f->raw, d, vx_fit_normal(f->m, f->L, f->data, smp->p),
+                                     rgb);
         return vx_decode_mlp(&f->m->dec, vx_c_fit_mlp, LAYERS, f->raw, d, rgb);
     }
 
@@ -77,7 +79,9 @@ template <int LAYERS, bool BWD, bool R = false> struct vx_fit_mlp_op {
         float draw[VX_MLP_CHANNELS];
         draw[0] = (smp->tb - smp->ta) * dsig * f->m->dec.density_scale; /* relu'(raw0) = 1: sigma > 0 */
         vx_fit_mlp_record a;
-        vx_fit_mlp_backward(vx_c_fit_mlp, LAYERS, f->raw, f->dir, drgb, &a, draw + 1);
+        static_assert(!(BWD && R), "the per-ray step has no backward for the reflected direction (fit.cu refuses it)");
+        vx_fit_mlp_backward(vx_c_fit_mlp, LAYERS, f->raw, f->dir, vx_v3(0.0f, 0.0f, 0.0f), VX_MLP_DIR_VIEW, drgb, &a,
+                            draw + 1);
         float4 *dst = (float4 *)f->rec++;
         const float4 *src = (const float4 *)&a;
         for (int q = 0; q < VX_FIT_REC_FLOATS / 4; q++) dst[q] = src[q];

@@ -32,15 +32,17 @@ template <bool WRITE, bool SLOT = false, bool R = false> struct vx_fit_mlpb_op {
     const vx_march_params *m;
     const vx_fit_index *L;
     const float *data;
-    vx_vec3 dir;          /* the ray's; R (the decoder's reflect): the sample's reflected one */
+    vx_vec3 dir;          /* the ray's */
     float raw[VX_MLP_CHANNELS];
     int n;
     vx_fit_mlp_batch B;
     unsigned long long next, lim;
+    vx_vec3 g;            /* R (the decoder's input reads it): the sample's density gradient; last, so
+                           * the view direction's instantiations keep their layout */
 
     static __device__ __forceinline__ float sample(void *op, const vx_sample *smp, vx_vec3 d, float *rgb) {
         vx_fit_mlpb_op *f = (vx_fit_mlpb_op *)op;
-        if constexpr (!R) (void)d;
+        (void)d;
         size_t idx[8];
         float w[8];
         vx_fit_corners(f->L, smp->p, idx, w);
@@ -59,7 +61,7 @@ template <bool WRITE, bool SLOT = false, bool R = false> struct vx_fit_mlpb_op {
 #pragma unroll
                 for (int c = 0; c < VX_MLP_CHANNELS; c++) f->raw[c] += w[j] * v[c];
             }
-            if constexpr (R) f->dir = vx_fit_reflect_dir(f->m, f->L, f->data, smp->p, d); /* fit_march.h's */
+            if constexpr (R) f->g = vx_fit_normal(f->m, f->L, f->data, smp->p); /* fit_march.h's */
         }
         f->raw[0] = raw0;
         return vx_density_activate(f->m->dec.density_act, raw0) * f->m->dec.density_scale;
@@ -78,7 +80,8 @@ template <bool WRITE, bool SLOT = false, bool R = false> struct vx_fit_mlpb_op {
             }
             unsigned long long s = f->next++;
             float x[VX_MLP_IN + 1];
-            vx_mlp_input(f->raw, f->dir, x);
+            if constexpr (R) vx_mlp_input_dir(f->raw, f->dir, f->g, f->m->dec.shade, x);
+            else vx_mlp_input(f->raw, f->dir, x);
             x[VX_MLP_IN] = 0.0f;
             float4 *dst = (float4 *)(f->B.x + s * 32);
 #pragma unroll
@@ -93,7 +96,7 @@ template <bool WRITE, bool SLOT = false, bool R = false> struct vx_fit_mlpb_op {
 /* Gather for list entries [0, n): march once to count the composited samples, reserve
  * them with one atomic, march again to write them; a ray that finds the arrays full is put
  * off (deferred, ray_n -1). rec_count[0] counts reservations, rec_count[1] ends the written
- * samples. R: the rows carry the reflected direction (vx_decoder_mlp_reflect). */
+ * samples. R: the rows' direction terms read the density gradient (vx_decoder_mlp_reflect). */
 template <bool R>
 __global__ void __launch_bounds__(128)
 vx_fit_mlpb_gather_kernel(vx_march_params mp, vx_fit_index L, const float *__restrict__ data,

@@ -82,9 +82,10 @@ static int vx__mlp_bind(const vx_cuda_volume *cv) {
 // ----------------------------------------------------------------------------------------
 // per-sample pieces, specialised
 
-/* The mlp decoder's DEG is its hidden layers (1, 2), plus this flag when the network sees
- * the reflected direction (vx_decoder_mlp_reflect): kernels of their own, so the view
- * direction's kernels are the ones timed before. */
+/* The mlp decoder's DEG is its hidden layers (1, 2), plus this flag when the network's input
+ * reads the density gradient (vx_decoder_mlp_reflect: the reflected direction, alone or
+ * beside the view direction): kernels of their own, so the view direction's kernels are
+ * the ones timed before. */
 #define VX_MLP_DEG_REFLECT 4
 
 /* The renderer's op for vx_march_run: march.h's trilinear cell and blend with NC a
@@ -139,7 +140,7 @@ template <class S, int DEC, int DEG, bool P> struct vx_render_op {
             if constexpr ((DEG & VX_MLP_DEG_REFLECT) != 0) { /* sigma > 0 here: the density-first read passed */
                 float f[6];
                 vx_store_probes<NC>(r->store, r->cache, m, s->p, f);
-                d = vx_mlp_reflected(m, f, d);
+                return vx_decode_mlp_dir(&m->dec, vx_c_mlp, DEG & ~VX_MLP_DEG_REFLECT, raw, d, vx_mlp_normal(m, f), rgb);
             }
             return vx_decode_mlp(&m->dec, vx_c_mlp, DEG & ~VX_MLP_DEG_REFLECT, raw, d, rgb);
         } else {

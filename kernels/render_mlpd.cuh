@@ -22,12 +22,14 @@ template <class S, bool WRITE, bool P, bool R = false> struct vx_mlpd_op {
     const vx_march_params *m;
     S store;
     vx_brick_cache cache;
-    vx_vec3 dir;                  /* the ray's; R (the decoder's reflect): the sample's reflected one */
+    vx_vec3 dir;                  /* the ray's */
     float raw[VX_MLP_CHANNELS];
     int n;                        /* samples counted (count pass) or written (write pass) */
     int cap;                      /* write pass: the count pass's n, never exceeded */
     unsigned long long at;        /* write pass: the pixel's first sample */
     float *x, *w;
+    vx_vec3 g;                    /* R (the decoder's input reads it): the sample's density gradient;
+                                   * last, so the view direction's instantiations keep their layout */
 
     /* The fetch is vx_render_op's density-first one (render.cu) without the decode: kept as
      * its own copy so that the fused kernels, whose registers were tuned and timed, are not
@@ -36,7 +38,7 @@ template <class S, bool WRITE, bool P, bool R = false> struct vx_mlpd_op {
         constexpr int NC = VX_MLP_CHANNELS;
         vx_mlpd_op *r = (vx_mlpd_op *)op;
         const vx_march_params *m = r->m;
-        if constexpr (!R) (void)d;
+        (void)d;
         rgb[0] = rgb[1] = rgb[2] = 0.0f;
         vx_cell c;
         float v[8][NC], d0;
@@ -56,7 +58,7 @@ template <class S, bool WRITE, bool P, bool R = false> struct vx_mlpd_op {
             if constexpr (R) { /* as render.cu's fused op */
                 float f[6];
                 vx_store_probes<NC>(r->store, r->cache, m, s->p, f);
-                r->dir = vx_mlp_reflected(m, f, d);
+                r->g = vx_mlp_normal(m, f);
             }
         }
         return sigma;
@@ -69,7 +71,8 @@ template <class S, bool WRITE, bool P, bool R = false> struct vx_mlpd_op {
         } else if (r->n < r->cap) {
             unsigned long long s = r->at + (unsigned long long)r->n++;
             float x[VX_MLP_IN + 1];
-            vx_mlp_input(r->raw, r->dir, x);
+            if constexpr (R) vx_mlp_input_dir(r->raw, r->dir, r->g, r->m->dec.shade, x);
+            else vx_mlp_input(r->raw, r->dir, x);
             x[VX_MLP_IN] = 0.0f;
             float4 *dst = (float4 *)(r->x + s * 32);
 #pragma unroll
@@ -124,7 +127,7 @@ vx_mlpd_count_kernel(const __grid_constant__ vx_march_params m, const __grid_con
 
 /* Write pass: the same march (same jitter), keeping each composited sample's network
  * input and weight at the pixel's place; it never writes more than the count pass
- * reserved and says how many it wrote. R: the network's direction is the reflected one. */
+ * reserved and says how many it wrote. R: the network's input reads the density gradient. */
 template <class S, bool P, bool R = false>
 __global__ void __launch_bounds__(128)
 vx_mlpd_write_kernel(const __grid_constant__ vx_march_params m, const __grid_constant__ vx_camera cam, const S store,

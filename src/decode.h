@@ -24,7 +24,8 @@ typedef struct {
     float window_lo, window_hi; /* scalar: value window mapped to [0,1] */
     int tf_n;            /* scalar: number of control points (>= 2) */
     int shade;           /* scalar: light by the interpolated gradient (march.h vx_shade);
-                          * mlp: the network sees the view direction reflected about it */
+                          * mlp: the direction input (vx_decoder_mlp_dir_mode): 1 the view direction
+                          * reflected about it, 2 the view direction with the reflected one */
     float tf[VX_TF_MAX][5]; /* scalar: [v, r, g, b, sigma], v ascending in [0,1] */
 } vx_decoder;
 
@@ -44,10 +45,20 @@ VX_HD void vx_decoder_set_mlp(vx_decoder *d, int layers, const float *w) {
     memcpy(d->tf, &w, sizeof w);
 }
 
-/* The mlp decoder's `reflect` flag (scene "direction": "reflected", fit --mlp-reflect),
- * kept in the scalar decoder's shade: the network's direction input is the view direction
- * mirrored about the density gradient's plane (march.h vx_reflect_dir), as Ref-NeRF feeds
- * its network, so one highlight is shared by surfaces of every orientation. */
+/* The mlp decoder's direction input (vx_mlp_input_dir), kept in the scalar decoder's shade:
+ * VX_MLP_DIR_VIEW the view direction d (scene "direction": "view", the default);
+ * VX_MLP_DIR_REFLECTED d mirrored about the density gradient's plane (vx_reflect_dir;
+ * "reflected", fit --mlp-reflect), as Ref-NeRF feeds its network, so one highlight is
+ * shared by surfaces of every orientation; VX_MLP_DIR_BOTH d as before and, beside it, the
+ * reflected direction's degree-1 terms and n.d ("view+reflected", fit --mlp-view-reflected),
+ * so the network keeps the direction it had and may use the mirror image. */
+enum { VX_MLP_DIR_VIEW = 0, VX_MLP_DIR_REFLECTED = 1, VX_MLP_DIR_BOTH = 2 };
+VX_HD int vx_decoder_mlp_dir_mode(const vx_decoder *d) { return d->type == VX_DEC_MLP ? d->shade : VX_MLP_DIR_VIEW; }
+/* The manifest's name of a direction mode (scene.c reads them in this order). */
+VX_HD const char *vx_mlp_dir_name(int mode) {
+    return mode == VX_MLP_DIR_BOTH ? "view+reflected" : mode == VX_MLP_DIR_REFLECTED ? "reflected" : "view";
+}
+/* Whether the network's input reads the density gradient (modes reflected and both). */
 VX_HD int vx_decoder_mlp_reflect(const vx_decoder *d) { return d->type == VX_DEC_MLP && d->shade; }
 
 /* Whether a sample with density reads the six gradient probes (march.h: the scalar
@@ -202,18 +213,43 @@ VX_HD void vx_mlp_input(const float *raw, vx_vec3 dir, float *x) {
     vx_sh_basis(3, dir, x + VX_MLP_FEATURES);
 }
 
-/* The mlp decoder with packed weights w (the decoder's, or the CUDA renderer's constant
- * copy) and `layers` hidden layers. The network runs only where sigma > 0 (elsewhere rgb
- * is 0 and nothing composites it). */
-VX_HD float vx_decode_mlp(const vx_decoder *d, const float *w, int layers, const float *raw, vx_vec3 dir,
-                          float *rgb) {
-    float sigma = vx_density_activate(d->density_act, raw[0]) * d->density_scale;
-    if (!(sigma > 0.0f)) {
-        rgb[0] = rgb[1] = rgb[2] = 0.0f;
-        return 0.0f;
+/* The view direction d mirrored in the plane whose normal is the density gradient g (world
+ * space), d - 2 (d.n) n with n = g / |g| (either sign of n gives the same mirror image). A
+ * zero or non-finite gradient (flat density, inside a constant block) leaves d as it is. */
+VX_HD vx_vec3 vx_reflect_dir(vx_vec3 d, vx_vec3 g) {
+    float gg = vx_dot(g, g);
+    if (!(gg > 1e-30f) || !(gg < 1e30f)) return d;
+    float k = 2.0f * vx_dot(d, g) / gg;
+    return vx_v3(d.x - k * g.x, d.y - k * g.y, d.z - k * g.z);
+}
+
+/* The first of the direction slots that VX_MLP_DIR_BOTH gives the reflected direction's
+ * three degree-1 terms (then n.d): degree 2's first four, so the view direction reaches
+ * the network up to degree 1 (fit --mlp-view-reflected holds the weights of the slots past
+ * n.d at zero, vx_mlp_dir_cut with VX_MLP_DIR_BOTH_TERMS). */
+#define VX_MLP_DIR_BOTH_SLOT 4
+#define VX_MLP_DIR_BOTH_TERMS 8
+
+/* The network's input at a sample with density gradient g (world space, any scale; the
+ * modes that read it, vx_decoder_mlp_reflect) seen along d, in direction mode `mode`. */
+VX_HD void vx_mlp_input_dir(const float *raw, vx_vec3 d, vx_vec3 g, int mode, float *x) {
+    if (mode != VX_MLP_DIR_BOTH) {
+        vx_mlp_input(raw, mode == VX_MLP_DIR_REFLECTED ? vx_reflect_dir(d, g) : d, x);
+        return;
     }
-    float x[VX_MLP_IN], h[VX_MLP_WIDTH];
-    vx_mlp_input(raw, dir, x);
+    float r[4], gg = vx_dot(g, g);
+    vx_mlp_input(raw, d, x);
+    vx_sh_basis(1, vx_reflect_dir(d, g), r);
+    float *s = x + VX_MLP_FEATURES + VX_MLP_DIR_BOTH_SLOT;
+    s[0] = r[1];
+    s[1] = r[2];
+    s[2] = r[3];
+    s[3] = gg > 1e-30f && gg < 1e30f ? vx_dot(d, g) / sqrtf(gg) : 0.0f; /* n.d, 0 where vx_reflect_dir keeps d */
+}
+
+/* The network itself: input x (VX_MLP_IN), packed weights w, sigmoid colours out. */
+VX_HD void vx_mlp_network(const float *w, int layers, const float *x, float *rgb) {
+    float h[VX_MLP_WIDTH];
     VX_UNROLL
     for (int o = 0; o < VX_MLP_WIDTH; o++) h[o] = w[VX_MLP_B0 + o];
     VX_NO_UNROLL
@@ -247,7 +283,36 @@ VX_HD float vx_decode_mlp(const vx_decoder *d, const float *w, int layers, const
     }
     VX_UNROLL
     for (int c = 0; c < 3; c++) rgb[c] = vx_sigmoidf(out[c]);
+}
+
+/* The mlp decoder with packed weights w (the decoder's, or the CUDA renderer's constant
+ * copy) and `layers` hidden layers, its input in direction mode `mode` with the density
+ * gradient g (vx_mlp_input_dir). The network runs only where sigma > 0 (elsewhere rgb is
+ * 0 and nothing composites it). */
+VX_HD float vx_decode_mlp_in(const vx_decoder *d, const float *w, int layers, const float *raw, vx_vec3 dir,
+                             vx_vec3 g, int mode, float *rgb) {
+    float sigma = vx_density_activate(d->density_act, raw[0]) * d->density_scale;
+    if (!(sigma > 0.0f)) {
+        rgb[0] = rgb[1] = rgb[2] = 0.0f;
+        return 0.0f;
+    }
+    float x[VX_MLP_IN];
+    vx_mlp_input_dir(raw, dir, g, mode, x);
+    vx_mlp_network(w, layers, x, rgb);
     return sigma;
+}
+
+/* The network seeing the view direction dir. */
+VX_HD float vx_decode_mlp(const vx_decoder *d, const float *w, int layers, const float *raw, vx_vec3 dir,
+                          float *rgb) {
+    return vx_decode_mlp_in(d, w, layers, raw, dir, vx_v3(0.0f, 0.0f, 0.0f), VX_MLP_DIR_VIEW, rgb);
+}
+
+/* The network seeing the decoder's direction mode with density gradient g at the sample
+ * (the modes that read it, vx_decoder_mlp_reflect). */
+VX_HD float vx_decode_mlp_dir(const vx_decoder *d, const float *w, int layers, const float *raw, vx_vec3 dir,
+                              vx_vec3 g, float *rgb) {
+    return vx_decode_mlp_in(d, w, layers, raw, dir, g, d->shade, rgb);
 }
 
 /* Decode interpolated raw channels at view direction dir (unit, world space).

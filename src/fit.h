@@ -88,8 +88,9 @@ typedef struct {
     int nx, ny, nz, nc;         /* lattice and channels (1 + 3 (deg+1)^2; mlp: 16) */
     int sh_degree;
     int mlp_layers;             /* 0: the sh decoder; 1 or 2: the mlp decoder (decode.h) */
-    int mlp_reflect;            /* mlp: the network sees the reflected direction (decode.h
-                                 * vx_decoder_mlp_reflect); set before vx_fit_update_params */
+    int mlp_reflect;            /* mlp: the direction input's mode, VX_MLP_DIR_* (decode.h; 0 the
+                                 * view direction, 1 the reflected one, 2 both); set before
+                                 * vx_fit_update_params */
     float *mlp, *mlp_grad, *mlp_m, *mlp_v; /* its packed weights, dL/dweights, Adam moments
                                  * (not per voxel: resampling and pruning keep them) */
     float *mlp_tgrad;           /* CPU: dL/dweights per thread (mlp_threads arrays), summed

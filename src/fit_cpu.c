@@ -191,7 +191,7 @@ void vx_fit_as_scene(const vx_fit_model *f, vx_scene *s) {
         s->dec.type = VX_DEC_MLP;
         s->dec.color_act = VX_CACT_SIGMOID;
         vx_decoder_set_mlp(&s->dec, f->mlp_layers, f->mlp); /* borrowed like the grid */
-        s->dec.shade = f->mlp_reflect != 0;
+        s->dec.shade = f->mlp_reflect; /* the direction mode, VX_MLP_DIR_* */
     }
     s->dec.density_scale = f->density_scale;
     for (int c = 0; c < 3; c++) s->background[c] = f->bg[c];
@@ -677,7 +677,7 @@ static char *vx__manifest(const vx_fit_model *f, const char *name, const double 
         cJSON_AddStringToObject(dec, "type", "mlp");
         cJSON_AddNumberToObject(dec, "layers", f->mlp_layers);
         cJSON_AddStringToObject(dec, "weights", "mlp.npy");
-        if (f->mlp_reflect) cJSON_AddStringToObject(dec, "direction", "reflected");
+        if (f->mlp_reflect) cJSON_AddStringToObject(dec, "direction", vx_mlp_dir_name(f->mlp_reflect));
         cJSON_AddStringToObject(dec, "density_activation", "relu");
         cJSON_AddStringToObject(dec, "color_activation", "sigmoid");
     } else {

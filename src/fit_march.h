@@ -127,12 +127,13 @@ typedef struct {
     float dout[4];                     /* dL/d(output pre-activation), r g b */
 } vx_fit_mlp_record;
 
-/* Given dL/drgb at raw channels `raw` seen along d, with packed weights w: the record and
- * dL/dfeatures (15 values). */
-VX_HD void vx_fit_mlp_backward(const float *w, int layers, const float *raw, vx_vec3 d, const float *drgb,
-                               vx_fit_mlp_record *a, float *dfeat) {
+/* Given dL/drgb at raw channels `raw` seen along d, with packed weights w, the input in
+ * direction mode `mode` with density gradient g (vx_mlp_input_dir; the view direction's:
+ * VX_MLP_DIR_VIEW, g unread): the record and dL/dfeatures (15 values). */
+VX_HD void vx_fit_mlp_backward(const float *w, int layers, const float *raw, vx_vec3 d, vx_vec3 g, int mode,
+                               const float *drgb, vx_fit_mlp_record *a, float *dfeat) {
     const int W = VX_MLP_WIDTH;
-    vx_mlp_input(raw, d, a->x);
+    vx_mlp_input_dir(raw, d, g, mode, a->x);
     a->x[VX_MLP_IN] = 0.0f;
     for (int o = 0; o < W; o++) a->h1[o] = w[VX_MLP_B0 + o];
     for (int i = 0; i < VX_MLP_IN; i++)
@@ -203,14 +204,16 @@ VX_HD void vx_fit_mlp_record_grad(int layers, const vx_fit_mlp_record *a, float 
 }
 #undef VX__WADD
 
-/* The host's backward of the mlp decoder at raw channels `raw` seen along d: draw[0] from
+/* The host's backward of the mlp decoder at raw channels `raw` seen along d (density
+ * gradient g where the decoder's input reads it, vx_decoder_mlp_reflect): draw[0] from
  * dsigma as for the sh decoder, draw[1..15] = dL/dfeatures, and dL/dweights added into
  * wgrad when it is not NULL. */
-VX_HD void vx_fit_decode_mlp_backward(const vx_decoder *dec, const float *raw, vx_vec3 d, float dsigma,
+VX_HD void vx_fit_decode_mlp_backward(const vx_decoder *dec, const float *raw, vx_vec3 d, vx_vec3 g, float dsigma,
                                       const float *drgb, float *draw, float *wgrad) {
     vx_fit_mlp_record a;
     draw[0] = raw[0] > 0.0f ? dsigma * dec->density_scale : 0.0f;
-    vx_fit_mlp_backward(vx_decoder_mlp_weights(dec), vx_decoder_mlp_layers(dec), raw, d, drgb, &a, draw + 1);
+    vx_fit_mlp_backward(vx_decoder_mlp_weights(dec), vx_decoder_mlp_layers(dec), raw, d, g, vx_decoder_mlp_dir_mode(dec),
+                        drgb, &a, draw + 1);
     if (wgrad) vx_fit_mlp_record_grad(vx_decoder_mlp_layers(dec), &a, wgrad);
 }
 
@@ -255,15 +258,16 @@ VX_HD float vx_fit_density_at(const vx_fit_index *L, const float *data, int nc, 
     return out;
 }
 
-/* The direction the mlp sees at p when the decoder reflects it (vx_decoder_mlp_reflect):
- * march.h's six gradient probes over the fit's storage, the renderer's values bit for bit.
- * No gradient flows through the normal (Ref-NeRF's first form): the backward treats the
- * reflected direction as a constant input, as it does the view direction. */
-VX_CPU_OUTLINE vx_vec3 vx_fit_reflect_dir(const vx_march_params *m, const vx_fit_index *L, const float *data,
-                                          vx_vec3 p, vx_vec3 d) { /* out of line on the CPU, as vx_grid_op_reflect */
+/* The density gradient the mlp's input reads at p when the decoder reflects the direction
+ * (vx_decoder_mlp_reflect): march.h's six gradient probes over the fit's storage, the
+ * renderer's values bit for bit. No gradient flows through the normal (Ref-NeRF's first
+ * form): the backward treats the reflected direction (and n.d) as constant inputs, as it
+ * does the view direction. */
+VX_CPU_OUTLINE vx_vec3 vx_fit_normal(const vx_march_params *m, const vx_fit_index *L, const float *data,
+                                     vx_vec3 p) { /* out of line on the CPU, as vx_grid_op_reflect */
     float f[6];
     for (int k = 0; k < 6; k++) f[k] = vx_fit_density_at(L, data, m->nc, vx_gradient_probe(p, k));
-    return vx_mlp_reflected(m, f, d);
+    return vx_mlp_normal(m, f);
 }
 
 /* Adjoint of the trilinear gather: grad[corner][c] += w_corner * draw[c]. Corners that
@@ -374,20 +378,21 @@ typedef struct vx_fit_forward_op {
     const float *data;
     float raw[VX_MAX_CHANNELS];
 #ifndef __CUDA_ARCH__ /* host only: the CUDA fit trains the mlp in fit_mlp*.cuh */
-    vx_vec3 sdir;         /* the reflected direction the last sample's network saw (reflect only) */
+    vx_vec3 sgrad;        /* the density gradient the last sample's network input read (reflect only) */
 #endif
     VX_MARCH_OP_FUNCS(vx_fit_forward_sample, vx_march_no_visit)
 } vx_fit_forward_op;
 
 #ifndef __CUDA_ARCH__
-/* The direction a sample's network sees when the decoder reflects it (kept as sdir for the
- * backward): the reflected one where there is density. Out of line, so that the view
- * direction's sample() below keeps its size and inlining. */
-VX_CPU_OUTLINE vx_vec3 vx_fit_forward_dir(vx_fit_forward_op *f, vx_vec3 p, vx_vec3 d) {
+/* A sample's decode when the decoder's input reads the density gradient (vx_decoder_mlp_reflect;
+ * the gradient kept as sgrad for the backward, 0 where there is no density). Out of line,
+ * so that the view direction's sample() below keeps its size and inlining. */
+VX_CPU_OUTLINE float vx_fit_forward_reflect(vx_fit_forward_op *f, vx_vec3 p, vx_vec3 d, float *rgb) {
     const vx_decoder *dec = &f->m->dec;
+    f->sgrad = vx_v3(0.0f, 0.0f, 0.0f);
     if (vx_density_activate(dec->density_act, f->raw[0]) * dec->density_scale > 0.0f)
-        d = vx_fit_reflect_dir(f->m, f->L, f->data, p, d);
-    return f->sdir = d;
+        f->sgrad = vx_fit_normal(f->m, f->L, f->data, p);
+    return vx_decode_mlp_dir(dec, vx_decoder_mlp_weights(dec), vx_decoder_mlp_layers(dec), f->raw, d, f->sgrad, rgb);
 }
 #endif
 
@@ -395,7 +400,7 @@ VX_HD float vx_fit_forward_sample(void *op, const vx_sample *s, vx_vec3 d, float
     vx_fit_forward_op *f = (vx_fit_forward_op *)op;
     vx_fit_fetch(f->L, f->data, f->m->nc, s->p, f->raw);
 #ifndef __CUDA_ARCH__
-    if (vx_decoder_mlp_reflect(&f->m->dec)) d = vx_fit_forward_dir(f, s->p, d);
+    if (vx_decoder_mlp_reflect(&f->m->dec)) return vx_fit_forward_reflect(f, s->p, d, rgb);
 #endif
     return vx_decode(&f->m->dec, f->raw, d, rgb);
 }
@@ -406,6 +411,9 @@ VX_HD vx_fit_forward_op vx_fit_forward_op_make(const vx_march_params *m, const v
     f.m = m;
     f.L = L;
     f.data = data;
+#ifndef __CUDA_ARCH__
+    f.sgrad = vx_v3(0.0f, 0.0f, 0.0f);
+#endif
     return f;
 }
 
@@ -469,7 +477,7 @@ typedef struct vx_fit_backward_op {
     const vx_fit_reg_sums *sums;
     vx_fit_reg_run run;
 #ifndef __CUDA_ARCH__      /* host only, like the mlp branch of the visit below */
-    vx_vec3 dir;            /* the ray's direction (the mlp decoder's backward; reflect: fwd.sdir) */
+    vx_vec3 dir;            /* the ray's direction (the mlp decoder's backward; reflect: with fwd.sgrad) */
     float *mlp_grad;        /* dL/d(mlp weights), or NULL */
     const vx_fit_px_loss *px; /* the per-point colour loss, or NULL */
 #endif
@@ -497,7 +505,7 @@ VX_HD void vx_fit_backward_visit(void *op, const vx_composite *c, const vx_sampl
         *f->px->loss += f->px->weight * w * l;
     }
     if (m->dec.type == VX_DEC_MLP)
-        vx_fit_decode_mlp_backward(&m->dec, f->fwd.raw, vx_decoder_mlp_reflect(&m->dec) ? f->fwd.sdir : f->dir, dsigma,
+        vx_fit_decode_mlp_backward(&m->dec, f->fwd.raw, f->dir, f->fwd.sgrad, dsigma,
                                    drgb, draw, f->mlp_grad);
     else
 #endif

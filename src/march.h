@@ -437,24 +437,14 @@ VX_HD void vx_shade(const vx_march_params *m, const float *f, vx_vec3 d, float *
     }
 }
 
-/* The mlp decoder's reflected direction (decoder flag `reflect`, Ref-NeRF's input): the
- * view direction d mirrored in the plane whose normal is the density gradient g (world
- * space), d - 2 (d.n) n with n = g / |g| (either sign of n gives the same mirror image). A
- * zero or non-finite gradient (flat density, inside a constant block) leaves d as it is. */
-VX_HD vx_vec3 vx_reflect_dir(vx_vec3 d, vx_vec3 g) {
-    float gg = vx_dot(g, g);
-    if (!(gg > 1e-30f) || !(gg < 1e30f)) return d;
-    float k = 2.0f * vx_dot(d, g) / gg;
-    return vx_v3(d.x - k * g.x, d.y - k * g.y, d.z - k * g.z);
-}
-
-/* The reflected direction at a sample from the six probes f of raw density (channel 0 at
- * vx_gradient_probe; overwritten): the gradient of the activated density, so that voxels a
- * sparse grid leaves out (read as 0) and the negative raw density a dense grid keeps there
- * give the same normal, and every renderer and the fit see the same direction. */
-VX_HD vx_vec3 vx_mlp_reflected(const vx_march_params *m, float *f, vx_vec3 d) {
+/* The density gradient the mlp's reflected direction reads (vx_mlp_input_dir) at a sample,
+ * from the six probes f of raw density (channel 0 at vx_gradient_probe; overwritten): the
+ * gradient of the activated density, so that voxels a sparse grid leaves out (read as 0)
+ * and the negative raw density a dense grid keeps there give the same normal, and every
+ * renderer and the fit see the same direction. */
+VX_HD vx_vec3 vx_mlp_normal(const vx_march_params *m, float *f) {
     for (int k = 0; k < 6; k++) f[k] = vx_density_activate(m->dec.density_act, f[k]);
-    return vx_reflect_dir(d, vx_probe_gradient(m, f));
+    return vx_probe_gradient(m, f);
 }
 
 /* ---- the CPU ops: dense and sparse float32 storage, any decoder -------------------------- */
@@ -505,8 +495,8 @@ VX_HD vx_grid_op vx_grid_op_make(const vx_march_params *m, const float *data, co
 }
 
 /* The CPU op of an mlp decoder whose network sees the reflected direction
- * (vx_decoder_mlp_reflect): vx_grid_op's fetch and decode, with d mirrored about the
- * density's surface where there is density (vx_mlp_reflected over the same storage). An op
+ * (vx_decoder_mlp_reflect): vx_grid_op's fetch and decode, with the density's gradient
+ * where there is density (vx_mlp_normal over the same storage) in the input. An op
  * of its own (render_cpu_reflect.c marches it), so that vx_grid_op's sample() and
  * render_cpu.c compile to the machine code timed before it. */
 VX_HD float vx_grid_reflect_op_sample(void *op, const vx_sample *s, vx_vec3 d, float *rgb);
@@ -520,13 +510,14 @@ VX_CPU_FLATTEN VX_HD float vx_grid_reflect_op_sample(void *op, const vx_sample *
     vx_grid_op *g = (vx_grid_op *)op;
     const vx_march_params *m = g->m;
     vx_trilinear_fetch_grid(g->data, g->sparse, m->nx, m->ny, m->nz, m->nc, m->nc, s->p, g->raw);
+    vx_vec3 n = vx_v3(0.0f, 0.0f, 0.0f);
     if (vx_density_activate(m->dec.density_act, g->raw[0]) * m->dec.density_scale > 0.0f) {
         float f[6];
         for (int k = 0; k < 6; k++)
             vx_trilinear_fetch_grid(g->data, g->sparse, m->nx, m->ny, m->nz, m->nc, 1, vx_gradient_probe(s->p, k), f + k);
-        d = vx_mlp_reflected(m, f, d);
+        n = vx_mlp_normal(m, f);
     }
-    return vx_decode(&m->dec, g->raw, d, rgb);
+    return vx_decode_mlp_dir(&m->dec, vx_decoder_mlp_weights(&m->dec), vx_decoder_mlp_layers(&m->dec), g->raw, d, n, rgb);
 }
 
 VX_HD vx_grid_reflect_op vx_grid_reflect_op_make(const vx_march_params *m, const float *data, const vx_sparse *sparse) {

@@ -136,7 +136,7 @@ static int vx__parse_decoder(const cJSON *j, const char *file, vx_scene *s) {
         vx_decoder_set_mlp(d, nlayers, s->mlp);
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(j, "direction"))) { /* the network's direction input */
-        static const char *dirs[] = {"view", "reflected", NULL};
+        static const char *dirs[] = {"view", "reflected", "view+reflected", NULL}; /* VX_MLP_DIR_*, vx_mlp_dir_name */
         if (type != VX_DEC_MLP) return vx_error("%s: 'decoder.direction' only applies to the mlp decoder", file);
         if (vx__str(v, file, "decoder.direction", &str) || vx__pick(str, dirs, file, "decoder.direction", &d->shade))
             return -1;
@@ -252,7 +252,8 @@ static int vx__parse_manifest(const char *file, const vx_load_opts *o, vx_scene 
     if (o && o->piece) { /* the reflected direction's probes read behind a piece's low faces */
         const cJSON *dj = cJSON_GetObjectItemCaseSensitive(root, "decoder");
         const cJSON *dd = cJSON_IsObject(dj) ? cJSON_GetObjectItemCaseSensitive(dj, "direction") : NULL;
-        o->piece->lo_margin = cJSON_IsString(dd) && !strcmp(dd->valuestring, "reflected");
+        o->piece->lo_margin = cJSON_IsString(dd) && (!strcmp(dd->valuestring, vx_mlp_dir_name(VX_MLP_DIR_REFLECTED)) ||
+                                                     !strcmp(dd->valuestring, vx_mlp_dir_name(VX_MLP_DIR_BOTH)));
     }
     if (vx__load_grid_file(gpath, o, s, &has_dec)) goto done;
 

@@ -47,10 +47,9 @@ static void random_mlp_model(vx_fit_model *f, int layers) {
         f->data[i] = i % f->nc == 0 ? (float)vx_test_uniform(-0.3, 1.5) : (float)vx_test_uniform(-1, 1);
 }
 
-/* The network in double on packed weights w (the layout being differentiated). */
-static void mlp_ref(const double *w, int layers, const double *feat, vx_vec3 d, double rgb[3]) {
-    float bf[16];
-    vx_sh_basis(3, d, bf);
+/* The network in double on packed weights w (the layout being differentiated), with the
+ * input's 16 direction slots bf. */
+static void mlp_ref(const double *w, int layers, const double *feat, const float *bf, double rgb[3]) {
     double x[VX_MLP_IN], h[VX_MLP_WIDTH], h2[VX_MLP_WIDTH];
     for (int i = 0; i < VX_MLP_FEATURES; i++) x[i] = feat[i];
     for (int i = 0; i < 16; i++) x[VX_MLP_FEATURES + i] = bf[i];
@@ -76,15 +75,17 @@ static void mlp_ref(const double *w, int layers, const double *feat, vx_vec3 d, 
     }
 }
 
-/* The reference's reflected direction (decoder flag reflect) at index-space point p: the six
- * probes of the double grid's activated density, the gradient to world space, d mirrored
- * about it.
- * With ref_hold set, the samples reuse the directions of the last unheld evaluation: the
+/* The reference's direction slots where the decoder reads the density gradient
+ * (vx_decoder_mlp_reflect) at index-space point p: the six probes of the double grid's
+ * activated density, the gradient to world space, d mirrored about it; the reflected
+ * direction's SH, or (VX_MLP_DIR_BOTH) d's with slots 4-6 the reflected one's degree-1
+ * terms and slot 7 n.d.
+ * With ref_hold set, the samples reuse the slots of the last unheld evaluation: the
  * normal held constant, as the analytic backward holds it (no gradient through it). */
 static int ref_hold;
-static vx_vec3 ref_dirs[4096];
+static float ref_slots[4096][16];
 
-static vx_vec3 ref_reflect(const vx_march_params *m, const double *grid, vx_vec3 p, vx_vec3 d) {
+static void ref_dir_slots(const vx_march_params *m, const double *grid, vx_vec3 p, vx_vec3 d, float *out) {
     vx_fit_index L = {m->nx, m->ny, m->nz, {0, 0, 0}, NULL, NULL}; /* dense */
     double f[6], gi[3], g[3];
     for (int k = 0; k < 6; k++) {
@@ -98,10 +99,21 @@ static vx_vec3 ref_reflect(const vx_march_params *m, const double *grid, vx_vec3
     gi[0] = f[0] - f[1]; gi[1] = f[2] - f[3]; gi[2] = f[4] - f[5];
     const float *w = m->w2i;
     for (int a = 0; a < 3; a++) g[a] = w[a] * gi[0] + w[4 + a] * gi[1] + w[8 + a] * gi[2];
-    double gg = g[0] * g[0] + g[1] * g[1] + g[2] * g[2];
-    if (!(gg > 1e-30)) return d;
-    double k = 2.0 * (d.x * g[0] + d.y * g[1] + d.z * g[2]) / gg;
-    return vx_v3((float)(d.x - k * g[0]), (float)(d.y - k * g[1]), (float)(d.z - k * g[2]));
+    double gg = g[0] * g[0] + g[1] * g[1] + g[2] * g[2], dg = d.x * g[0] + d.y * g[1] + d.z * g[2];
+    vx_vec3 r = d;
+    if (gg > 1e-30) {
+        double k = 2.0 * dg / gg;
+        r = vx_v3((float)(d.x - k * g[0]), (float)(d.y - k * g[1]), (float)(d.z - k * g[2]));
+    }
+    if (vx_decoder_mlp_dir_mode(&m->dec) == VX_MLP_DIR_REFLECTED) {
+        vx_sh_basis(3, r, out);
+        return;
+    }
+    float rb[4];
+    vx_sh_basis(3, d, out);
+    vx_sh_basis(1, r, rb);
+    for (int a = 0; a < 3; a++) out[VX_MLP_DIR_BOTH_SLOT + a] = rb[1 + a];
+    out[VX_MLP_DIR_BOTH_SLOT + 3] = gg > 1e-30 ? (float)(dg / sqrt(gg)) : 0.0f;
 }
 
 /* g . C of one ray in double: vx_march's samples (positions in float the same way),
@@ -127,13 +139,15 @@ static double ray_ref_px(const vx_march_params *m, const double *grid, const dou
                 for (int c = 0; c < m->nc; c++) raw[c] += (double)cw[j] * grid[idx[j] * m->nc + c];
             double sigma = m->dec.density_scale * fmax(raw[0], 0.0), a = 1.0 - exp(-sigma * (double)(tb - ta));
             if (!(sigma > 0)) continue;
-            vx_vec3 dk = d;
+            float slots[16];
             if (vx_decoder_mlp_reflect(&m->dec)) {
                 assert_true(k < 4096);
-                if (!ref_hold) ref_dirs[k] = ref_reflect(m, grid, p, d);
-                dk = ref_dirs[k];
+                if (!ref_hold) ref_dir_slots(m, grid, p, d, ref_slots[k]);
+                memcpy(slots, ref_slots[k], sizeof slots);
+            } else {
+                vx_sh_basis(3, d, slots);
             }
-            mlp_ref(w, layers, raw + 1, dk, rgb);
+            mlp_ref(w, layers, raw + 1, slots, rgb);
             for (int c = 0; c < 3; c++) C[c] += T * a * rgb[c];
             if (target)
                 for (int c = 0; c < 3; c++) lpx += px * T * a * (rgb[c] - target[c]) * (rgb[c] - target[c]);
@@ -178,12 +192,12 @@ typedef struct {
     vx_vec3 o, d;
 } fd_case;
 
-static void fd_case_init(fd_case *c, int layers, int reflect) {
+static void fd_case_init(fd_case *c, int layers, int mode) {
     c->layers = layers;
     random_mlp_model(&c->f, layers);
-    c->f.mlp_reflect = reflect;
+    c->f.mlp_reflect = mode; /* the direction mode, VX_MLP_DIR_* */
     assert_int_equal(vx_fit_update_params(&c->f, c->f.mp.stop), 0);
-    assert_int_equal(vx_decoder_mlp_reflect(&c->f.mp.dec), reflect);
+    assert_int_equal(vx_decoder_mlp_dir_mode(&c->f.mp.dec), mode);
     c->nw = vx_mlp_weight_count(layers);
     c->n = (size_t)c->f.nx * c->f.ny * c->f.nz * c->f.nc;
     c->grid = malloc(c->n * sizeof(double));
@@ -223,9 +237,9 @@ static vx_fd fd_case_diff(fd_case *c, double *v, size_t i, double l0, const doub
  * and 300 random weights plus every bias of the output layer. */
 static void test_ray_backward_grad(void **state) {
     (void)state;
-    for (int trial = 0; trial < 8; trial++) { /* trials 4..7: the network sees the reflected direction */
+    for (int trial = 0; trial < 12; trial++) { /* trials 4..7: the reflected direction, 8..11: both directions */
         fd_case c;
-        fd_case_init(&c, 1 + trial % 2, trial >= 4);
+        fd_case_init(&c, 1 + trial % 2, trial / 4);
         double g[3];
         float gf[3];
         for (int q = 0; q < 3; q++) { g[q] = vx_test_uniform(-1, 1); gf[q] = (float)g[q]; }
@@ -264,9 +278,9 @@ static void test_ray_backward_grad(void **state) {
  * held weights keep it out. */
 static void test_rgbper_grad(void **state) {
     (void)state;
-    for (int trial = 0; trial < 4; trial++) { /* trials 2, 3: the reflected direction */
+    for (int trial = 0; trial < 6; trial++) { /* trials 2, 3: the reflected direction, 4, 5: both */
         fd_case c;
-        fd_case_init(&c, 1 + trial % 2, trial >= 2);
+        fd_case_init(&c, 1 + trial % 2, trial / 2);
         double g0[3] = {0, 0, 0}, lambda = vx_test_uniform(0.05, 2.0);
         float gf[3] = {0, 0, 0}, target[3], pl = 0.0f;
         for (int q = 0; q < 3; q++) target[q] = (float)vx_test_rand();

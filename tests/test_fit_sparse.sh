@@ -156,6 +156,31 @@ else
     bad "fit --mlp-reflect failed"; tail -3 "$T/rf.log"
 fi
 
+# --mlp-view-reflected: the log says so, the scene says "direction": "view+reflected" and keeps
+# it through convert, info names it, it renders, and it trains another network than either
+# direction alone; with a direction degree other than 1 it is a usage error
+# shellcheck disable=SC2086
+if OMP_NUM_THREADS=1 $VOXRAY fit "$MIC" -o "$T/vr" $CO --mlp-view-reflected >"$T/vr.log" 2>&1; then
+    grep -q "^fit: the network sees the view direction (SH up to degree 1) and, beside it" "$T/vr.log" && ok ||
+        bad "--mlp-view-reflected: no line in the fit log"
+    grep -q '"direction":[[:space:]]*"view+reflected"' "$T/vr/scene.json" && ok ||
+        bad "--mlp-view-reflected: the scene does not say so"
+    $VOXRAY convert "$T/vr" "$T/vrd" --dense >/dev/null 2>&1 && grep -q '"direction":[[:space:]]*"view+reflected"' "$T/vrd/scene.json" &&
+        ok || bad "convert --dense dropped the view and reflected direction"
+    $VOXRAY info "$T/vr" 2>&1 | grep -q "the view and the reflected direction" && ok || bad "info does not name both directions"
+    $VOXRAY render "$T/vr" -o "$T/vr.png" --backend cpu >"$T/vrr.log" 2>&1 && [ -s "$T/vr.png" ] && ok ||
+        bad "render of the view+reflected scene: $(tail -1 "$T/vrr.log")"
+    [ -s "$T/vr/mlp.npy" ] && ! cmp -s "$T/vr/mlp.npy" "$T/cd0/mlp.npy" && ! cmp -s "$T/vr/mlp.npy" "$T/rf/mlp.npy" && ok ||
+        bad "--mlp-view-reflected trained the same network as one direction alone"
+else
+    bad "fit --mlp-view-reflected failed"; tail -3 "$T/vr.log"
+fi
+# shellcheck disable=SC2086
+$VOXRAY fit "$MIC" -o "$T/vr2" $CO --mlp-view-reflected --mlp-dir-degree 2 >"$T/vr2.log" 2>&1
+rc=$?
+[ $rc -eq 2 ] && grep -q "needs --mlp-dir-degree 1" "$T/vr2.log" && [ ! -e "$T/vr2" ] && ok ||
+    bad "--mlp-view-reflected --mlp-dir-degree 2: exit $rc, $(tail -1 "$T/vr2.log")"
+
 # bricked training is the dense training: the same final loss (OpenMP sums differ only in
 # the last bits; the schedule and the rays are the same)
 if $VOXRAY fit "$MIC" -o "$T/dn" $FIT --dense-train >"$T/dn.log" 2>&1; then

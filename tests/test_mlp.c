@@ -19,11 +19,9 @@ static void random_file_weights(int layers, float *f, double scale) {
     for (int i = 0, n = vx_mlp_weight_count(layers); i < n; i++) f[i] = (float)vx_test_uniform(-scale, scale);
 }
 
-/* The network in double precision, straight from the file order: weight[out][in], bias. */
-static void reference_rgb(int layers, const float *f, const float *features, const double d[3], double rgb[3]) {
-    double x = d[0], y = d[1], z = d[2], in[VX_MLP_IN], h[VX_MLP_WIDTH], h2[VX_MLP_WIDTH];
-    for (int i = 0; i < VX_MLP_FEATURES; i++) in[i] = features[i];
-    double *b = in + VX_MLP_FEATURES;
+/* The direction slots of the network's input seen along d: its 16 SH terms, written out. */
+static void reference_sh(const double d[3], double *b) {
+    double x = d[0], y = d[1], z = d[2];
     b[0] = 0.28209479177387814;
     b[1] = -0.4886025119029199 * y; b[2] = 0.4886025119029199 * z; b[3] = -0.4886025119029199 * x;
     b[4] = 1.0925484305920792 * x * y; b[5] = -1.0925484305920792 * y * z;
@@ -34,6 +32,14 @@ static void reference_rgb(int layers, const float *f, const float *features, con
     b[12] = 0.3731763325901154 * z * (2 * z * z - 3 * x * x - 3 * y * y);
     b[13] = -0.4570457994644658 * x * (4 * z * z - x * x - y * y); b[14] = 1.445305721320277 * z * (x * x - y * y);
     b[15] = -0.5900435899266435 * x * (x * x - 3 * y * y);
+}
+
+/* The network in double precision, straight from the file order: weight[out][in], bias,
+ * with direction slots `dirs` (16). */
+static void reference_rgb_in(int layers, const float *f, const float *features, const double *dirs, double rgb[3]) {
+    double in[VX_MLP_IN], h[VX_MLP_WIDTH], h2[VX_MLP_WIDTH];
+    for (int i = 0; i < VX_MLP_FEATURES; i++) in[i] = features[i];
+    for (int i = 0; i < 16; i++) in[VX_MLP_FEATURES + i] = dirs[i];
     const float *p = f;
     for (int o = 0; o < VX_MLP_WIDTH; o++) {
         double a = p[VX_MLP_WIDTH * VX_MLP_IN + o];
@@ -55,6 +61,13 @@ static void reference_rgb(int layers, const float *f, const float *features, con
         for (int i = 0; i < VX_MLP_WIDTH; i++) a += p[c * VX_MLP_WIDTH + i] * h[i];
         rgb[c] = 1.0 / (1.0 + exp(-a));
     }
+}
+
+/* The network seeing the view direction d. */
+static void reference_rgb(int layers, const float *f, const float *features, const double d[3], double rgb[3]) {
+    double b[16];
+    reference_sh(d, b);
+    reference_rgb_in(layers, f, features, b, rgb);
 }
 
 static vx_vec3 random_dir(double d[3]) {
@@ -230,7 +243,9 @@ static void test_box_mlp(void **state) {
  * direction with z negated, r = (dx, dy, -dz). With a black background a pixel is c(d) a
  * seen along d and c(r) a with reflect on, the same opacity a (density is untouched), so
  * their ratio per channel is the reference network's c(r) / c(d), for random weights and
- * features and cameras from 15 to 60 degrees above the slab. */
+ * features and cameras from 15 to 60 degrees above the slab. The view direction with the
+ * reflected one (VX_MLP_DIR_BOTH) likewise: c(both) / c(d), where both is d's SH with
+ * slots 4-6 r's degree-1 terms and slot 7 n.d = dz (the normal is +z). */
 static void test_reflect_slab(void **state) {
     (void)state;
     for (int layers = 1; layers <= 2; layers++) {
@@ -259,33 +274,45 @@ static void test_reflect_slab(void **state) {
         assert_int_equal(vx_volume_prepare(&v, &s, &o), 0);
         assert_int_equal(vx_render_cpu(&v, &cam, &o, &fv), 0);
         vx_volume_free(&v);
-        s.dec.shade = 1;
-        assert_true(vx_decoder_mlp_reflect(&s.dec));
-        assert_int_equal(vx_volume_prepare(&v, &s, &o), 0);
-        assert_int_equal(vx_render_cpu(&v, &cam, &o, &fr), 0);
-        int used = 0;
-        double maxerr = 0, moved = 0;
-        for (int i = 0; i < cam.height; i++)
-            for (int j = 0; j < cam.width; j++) {
-                vx_vec3 ro, rd;
-                vx_camera_ray(&cam, j + 0.5f, i + 0.5f, &ro, &rd);
-                double d3[3] = {rd.x, rd.y, rd.z}, r3[3] = {rd.x, rd.y, -rd.z}, cd[3], cr[3];
-                reference_rgb(layers, f, vals + 1, d3, cd);
-                reference_rgb(layers, f, vals + 1, r3, cr);
-                const float *a = fv.rgb + 3 * ((size_t)i * cam.width + j), *b = fr.rgb + 3 * ((size_t)i * cam.width + j);
-                if (!(fv.alpha[(size_t)i * cam.width + j] > 0.05f)) continue; /* the slab covers the pixel */
-                used++;
-                for (int k = 0; k < 3; k++) {
-                    maxerr = fmax(maxerr, fabs(b[k] - a[k] * cr[k] / cd[k]));
-                    moved = fmax(moved, fabs(b[k] - a[k]));
+        for (int mode = VX_MLP_DIR_REFLECTED; mode <= VX_MLP_DIR_BOTH; mode++) {
+            s.dec.shade = mode;
+            assert_true(vx_decoder_mlp_reflect(&s.dec));
+            assert_int_equal(vx_volume_prepare(&v, &s, &o), 0);
+            assert_int_equal(vx_render_cpu(&v, &cam, &o, &fr), 0);
+            int used = 0;
+            double maxerr = 0, moved = 0;
+            for (int i = 0; i < cam.height; i++)
+                for (int j = 0; j < cam.width; j++) {
+                    vx_vec3 ro, rd;
+                    vx_camera_ray(&cam, j + 0.5f, i + 0.5f, &ro, &rd);
+                    double d3[3] = {rd.x, rd.y, rd.z}, r3[3] = {rd.x, rd.y, -rd.z}, cd[3], cr[3], b16[16], r16[16];
+                    reference_rgb(layers, f, vals + 1, d3, cd);
+                    reference_sh(d3, b16);
+                    if (mode == VX_MLP_DIR_REFLECTED) {
+                        reference_sh(r3, b16);
+                    } else {
+                        reference_sh(r3, r16);
+                        for (int k = 0; k < 3; k++) b16[VX_MLP_DIR_BOTH_SLOT + k] = r16[1 + k];
+                        b16[VX_MLP_DIR_BOTH_SLOT + 3] = rd.z; /* n.d with n = +z */
+                    }
+                    reference_rgb_in(layers, f, vals + 1, b16, cr);
+                    const float *a = fv.rgb + 3 * ((size_t)i * cam.width + j), *b = fr.rgb + 3 * ((size_t)i * cam.width + j);
+                    if (!(fv.alpha[(size_t)i * cam.width + j] > 0.05f)) continue; /* the slab covers the pixel */
+                    used++;
+                    for (int k = 0; k < 3; k++) {
+                        maxerr = fmax(maxerr, fabs(b[k] - a[k] * cr[k] / cd[k]));
+                        moved = fmax(moved, fabs(b[k] - a[k]));
+                    }
                 }
-            }
-        assert_true(used > 100); /* the slab fills most of the view */
-        assert_true(moved > 1e-3); /* the reflection changes the colour the network gives */
-        if (maxerr > 2e-4) fail_msg("%d hidden layers: max error %g against c(r) / c(d)", layers, maxerr);
+            assert_true(used > 100); /* the slab fills most of the view */
+            assert_true(moved > 1e-3); /* the reflection changes the colour the network gives */
+            if (maxerr > 2e-4)
+                fail_msg("%d hidden layers, direction %s: max error %g against the reference's ratio", layers,
+                         vx_mlp_dir_name(mode), maxerr);
+            vx_volume_free(&v);
+        }
         vx_frame_free(&fv);
         vx_frame_free(&fr);
-        vx_volume_free(&v);
         vx_scene_free(&s);
     }
 }
@@ -371,20 +398,26 @@ static void test_weights_file(void **state) {
     snprintf(path, sizeof path, "%s/grid.npy", dir);
     assert_int_equal(vx_npy_write_f32(path, grid28, 4, gs), 0);
     expect_load_error(dir, "needs 16 channels but the grid has 28");
-    /* the direction the network sees: view (the default) or reflected; nothing else */
+    /* the direction the network sees: view (the default), reflected, or the view direction
+     * with the reflected one; nothing else */
     vx_scene sc;
-    dir = write_scene("reflected", "{\"type\": \"mlp\", \"weights\": \"mlp.npy\", \"direction\": \"reflected\"}", f,
-                      (size_t)n2, 1);
-    assert_int_equal(vx_scene_load(dir, NULL, &sc), 0);
-    assert_true(vx_decoder_mlp_reflect(&sc.dec));
-    vx_scene_free(&sc);
-    /* a sort-last piece of it keeps a brick behind its low faces for the probes (piece.h) */
-    vx_piece_req req = {.count = 2, .index = 1};
-    vx_load_opts lo = {.piece = &req};
-    assert_int_equal(vx_scene_load(dir, &lo, &sc), 0);
-    assert_int_equal(req.lo_margin, 1);
-    if (req.done) vx_piece_plan_free(&req.plan);
-    vx_scene_free(&sc);
+    for (int mode = VX_MLP_DIR_REFLECTED; mode <= VX_MLP_DIR_BOTH; mode++) {
+        char json[256];
+        snprintf(json, sizeof json, "{\"type\": \"mlp\", \"weights\": \"mlp.npy\", \"direction\": \"%s\"}",
+                 vx_mlp_dir_name(mode));
+        dir = write_scene(mode == VX_MLP_DIR_BOTH ? "both" : "reflected", json, f, (size_t)n2, 1);
+        assert_int_equal(vx_scene_load(dir, NULL, &sc), 0);
+        assert_true(vx_decoder_mlp_reflect(&sc.dec));
+        assert_int_equal(vx_decoder_mlp_dir_mode(&sc.dec), mode);
+        vx_scene_free(&sc);
+        /* a sort-last piece of it keeps a brick behind its low faces for the probes (piece.h) */
+        vx_piece_req req = {.count = 2, .index = 1};
+        vx_load_opts lo = {.piece = &req};
+        assert_int_equal(vx_scene_load(dir, &lo, &sc), 0);
+        assert_int_equal(req.lo_margin, 1);
+        if (req.done) vx_piece_plan_free(&req.plan);
+        vx_scene_free(&sc);
+    }
     dir = write_scene("view", "{\"type\": \"mlp\", \"weights\": \"mlp.npy\", \"direction\": \"view\"}", f, (size_t)n2, 1);
     assert_int_equal(vx_scene_load(dir, NULL, &sc), 0);
     assert_false(vx_decoder_mlp_reflect(&sc.dec));

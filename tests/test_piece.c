@@ -31,8 +31,10 @@ static void render(const vx_scene *s, const vx_render_opts *o, const vx_camera *
 }
 
 /* A random lattice with blobs of density in empty space: rgba (nc 4), scalar (nc 1), or
- * mlp features (nc 16) whose network sees the reflected direction (six probes a sample,
- * half a voxel behind a piece's low faces too, as the scalar shading's). */
+ * mlp features (nc 16) whose network sees the reflected direction, alone or beside the view
+ * direction (mlp_mode; six probes a sample, half a voxel behind a piece's low faces too, as
+ * the scalar shading's). */
+static int mlp_mode = VX_MLP_DIR_REFLECTED;
 static void make_scene(vx_scene *s, int nc) {
     memset(s, 0, sizeof *s);
     int n[3];
@@ -72,7 +74,7 @@ static void make_scene(vx_scene *s, int nc) {
         s->dec.density_scale = 1.0f;
         s->dec.color_act = VX_CACT_SIGMOID;
         vx_decoder_set_mlp(&s->dec, layers, s->mlp);
-        s->dec.shade = 1; /* vx_decoder_mlp_reflect */
+        s->dec.shade = mlp_mode; /* vx_decoder_mlp_reflect */
     } else {
         s->dec.type = VX_DEC_RGBA;
         s->dec.density_scale = 1.0f;
@@ -281,10 +283,13 @@ static void test_from_npy(void **state) { (void)state; run_case(4, 0, 1, 0, 1); 
 static void test_from_npz(void **state) { (void)state; run_case(4, 1, 2, 0, 1); run_case(4, 1, 2, 1, 0); }
 static void test_mlp_reflected(void **state) {
     (void)state;
-    run_case(VX_MLP_CHANNELS, 0, 0, 0, 1);
-    run_case(VX_MLP_CHANNELS, 1, 0, 1, 0);
-    run_case(VX_MLP_CHANNELS, 0, 1, 0, 1);
-    run_case(VX_MLP_CHANNELS, 1, 2, 0, 0);
+    for (mlp_mode = VX_MLP_DIR_REFLECTED; mlp_mode <= VX_MLP_DIR_BOTH; mlp_mode++) {
+        run_case(VX_MLP_CHANNELS, 0, 0, 0, 1);
+        run_case(VX_MLP_CHANNELS, 1, 0, 1, 0);
+        run_case(VX_MLP_CHANNELS, 0, 1, 0, 1);
+        run_case(VX_MLP_CHANNELS, 1, 2, 0, 0);
+    }
+    mlp_mode = VX_MLP_DIR_REFLECTED;
 }
 
 /* The CUDA build of this file: a usable device or the whole group fails with why. */

@@ -84,7 +84,7 @@ static cJSON *vx__decoder_json(const vx_decoder *d) {
         if (d->type == VX_DEC_MLP) {
             cJSON_AddNumberToObject(o, "layers", vx_decoder_mlp_layers(d));
             cJSON_AddStringToObject(o, "weights", "mlp.npy");
-            if (vx_decoder_mlp_reflect(d)) cJSON_AddStringToObject(o, "direction", "reflected");
+            if (vx_decoder_mlp_reflect(d)) cJSON_AddStringToObject(o, "direction", vx_mlp_dir_name(vx_decoder_mlp_dir_mode(d)));
         }
     }
     return o;

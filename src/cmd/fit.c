@@ -58,6 +58,8 @@ static void vx__fit_usage(FILE *o) {
             "                       0..3 (default 3; lower: less view-dependent colour to learn)\n"
             "  --mlp-reflect        the network sees the view direction reflected about the\n"
             "                       density's surface (Ref-NeRF), not the view direction itself\n"
+            "  --mlp-view-reflected  the network sees the view direction (up to degree 1) and,\n"
+            "                       beside it, the reflected one and its cosine to the normal\n"
             "  --mlp-kernel K       CUDA: batched (default: tiled products over the step's\n"
             "                       samples) or per-ray (the network inside the ray kernel)\n"
             "  --mlp-gather V       CUDA, batched: how the step gathers the network's inputs, 1 (the\n"
@@ -210,7 +212,7 @@ int vx_cmd_fit(int argc, char **argv) {
     const char *dataset = NULL, *out = NULL, *val_split = NULL, *stage_ends = NULL;
     vx_fit_config cfg;
     vx_fit_config_default(&cfg);
-    int sh = 2, downscale = 1, has_bbox = 0, seed = 1, use_mlp = 0, mlp_layers = 2, mlp_reflect = 0,
+    int sh = 2, downscale = 1, has_bbox = 0, seed = 1, use_mlp = 0, mlp_layers = 2, mlp_reflect = 0, dir_degree = -1,
         coarse[VX_FIT_LEVELS], ncoarse = 0, coarse_cut = 1, coarse_only = 0, coarse_density = -1; /* -1: not given */
     double coarse_decay = 0.0;
     double step = 0.5, lo[3], hi[3], dv;
@@ -246,12 +248,18 @@ int vx_cmd_fit(int argc, char **argv) {
             else if (!strcmp(dn, "mlp")) use_mlp = 1;
             else { snprintf(msg, sizeof msg, "--decoder %s: expected sh or mlp", dn); return vx_cli_usage_error("fit", msg); }
         }
-        else if (!strcmp(a, "--mlp-reflect")) mlp_reflect = 1;
+        else if (!strcmp(a, "--mlp-reflect") || !strcmp(a, "--mlp-view-reflected")) {
+            int mode = !strcmp(a, "--mlp-reflect") ? VX_MLP_DIR_REFLECTED : VX_MLP_DIR_BOTH;
+            if (mlp_reflect && mlp_reflect != mode)
+                return vx_cli_usage_error("fit", "--mlp-reflect and --mlp-view-reflected: choose one");
+            mlp_reflect = mode;
+        }
         else if (!strcmp(a, "--mlp-layers")) bad = vx_parse_int(a, argv[++i], 1, 2, &mlp_layers);
         else if (!strcmp(a, "--mlp-dir-degree")) {
             int deg = 3;
             bad = vx_parse_int(a, argv[++i], 0, 3, &deg);
             if (!bad) cfg.hp.mlp_dir_terms = (deg + 1) * (deg + 1);
+            dir_degree = deg;
         }
         else if (!strcmp(a, "--coarse")) bad = vx__parse_coarse(argv[++i], coarse, &ncoarse);
         else if (!strcmp(a, "--coarse-only")) bad = vx_parse_int(a, argv[++i], 0, 48, &coarse_only); /* SH 3: 48 colour channels */
@@ -370,12 +378,23 @@ int vx_cmd_fit(int argc, char **argv) {
                                        "(--mlp-kernel batched, the default), not the per-ray step's");
         goto fail;
     }
+    const char *rflag = mlp_reflect == VX_MLP_DIR_BOTH ? "--mlp-view-reflected" : "--mlp-reflect";
     if (mlp_reflect && cfg.backend == VX_BACKEND_CUDA && use_mlp && cfg.hp.mlp_kernel == 1) {
-        rc = vx_cli_usage_error("fit", "--mlp-reflect has no CUDA kernel in the mlp decoder's per-ray step "
-                                       "(--mlp-kernel batched, the default, has it)");
+        snprintf(msg, sizeof msg, "%s has no CUDA kernel in the mlp decoder's per-ray step "
+                                  "(--mlp-kernel batched, the default, has it)", rflag);
+        rc = vx_cli_usage_error("fit", msg);
         goto fail;
     }
-    if (mlp_reflect && !use_mlp) fprintf(stderr, "voxray: fit: --mlp-reflect has no effect without --decoder mlp\n");
+    if (mlp_reflect && !use_mlp) fprintf(stderr, "voxray: fit: %s has no effect without --decoder mlp\n", rflag);
+    if (mlp_reflect == VX_MLP_DIR_BOTH && use_mlp) { /* the reflected terms take degree 2's first slots */
+        if (dir_degree != -1 && dir_degree != 1) {
+            snprintf(msg, sizeof msg, "--mlp-view-reflected needs --mlp-dir-degree 1 (the reflected direction's terms "
+                                      "take the slots of degree 2), not %d", dir_degree);
+            rc = vx_cli_usage_error("fit", msg);
+            goto fail;
+        }
+        cfg.hp.mlp_dir_terms = VX_MLP_DIR_BOTH_TERMS; /* d up to degree 1, then r's three terms and n.d */
+    }
     if (cfg.hp.mlp_tc > 0 && (!use_mlp || cfg.backend != VX_BACKEND_CUDA))
         fprintf(stderr, "voxray: fit: --mlp-tensor-cores has no effect %s\n",
                 use_mlp ? "when training on the CPU" : "without --decoder mlp");
@@ -405,9 +424,13 @@ int vx_cmd_fit(int argc, char **argv) {
     vx_fit_model f;
     float white[3] = {1, 1, 1};
     if (vx_fit_model_init_cpu(&f, cfg.res[0], sh, lo, hi, (float)step, 0.0f, white, cfg.hp.init_sigma)) goto fail;
-    f.mlp_reflect = use_mlp && mlp_reflect; /* before the mlp's first vx_fit_update_params */
+    f.mlp_reflect = use_mlp ? mlp_reflect : VX_MLP_DIR_VIEW; /* before the mlp's first vx_fit_update_params */
     if (use_mlp && vx_fit_model_use_mlp_cpu(&f, mlp_layers, (unsigned)cfg.seed)) goto fail;
-    if (f.mlp_reflect) fprintf(stderr, "fit: the network sees the view direction reflected about the density's surface\n");
+    if (f.mlp_reflect == VX_MLP_DIR_REFLECTED)
+        fprintf(stderr, "fit: the network sees the view direction reflected about the density's surface\n");
+    if (f.mlp_reflect == VX_MLP_DIR_BOTH)
+        fprintf(stderr, "fit: the network sees the view direction (SH up to degree 1) and, beside it, the direction "
+                        "reflected about the density's surface and the cosine to its normal\n");
     f.coarse_cut = coarse_cut;
     if (coarse_only && (!ncoarse || coarse_only > f.nc - 1)) {
         snprintf(msg, sizeof msg, !ncoarse ? "--coarse-only %d needs --coarse (without a level those channels never move)"

@@ -96,7 +96,8 @@ int vx_cmd_info(int argc, char **argv) {
         printf(" %d-%d%s-3 (%d hidden layer%s, %d weights)", VX_MLP_IN, VX_MLP_WIDTH,
                vx_decoder_mlp_layers(d) == 2 ? "-64" : "", vx_decoder_mlp_layers(d),
                vx_decoder_mlp_layers(d) == 2 ? "s" : "", vx_mlp_weight_count(vx_decoder_mlp_layers(d)));
-    if (vx_decoder_mlp_reflect(d)) printf(", the reflected direction");
+    if (vx_decoder_mlp_dir_mode(d) == VX_MLP_DIR_REFLECTED) printf(", the reflected direction");
+    if (vx_decoder_mlp_dir_mode(d) == VX_MLP_DIR_BOTH) printf(", the view and the reflected direction");
     if (d->type == VX_DEC_SCALAR) printf(" window [%g, %g], %d control points", d->window_lo, d->window_hi, d->tf_n);
     printf(", density_scale %g\n", d->density_scale);
     for (int ch = 0; ch < g->nc; ch++) {

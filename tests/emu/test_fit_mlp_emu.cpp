@@ -28,7 +28,7 @@ static void random_mlp_model(vx_fit_model *f, int layers, int bricked, int refle
     }
     for (int k = 0; k < vx_mlp_weight_count(layers); k++) f->mlp[k] *= (float)uni(0.5, 2.0);
     if (bricked) emu_make_bricked(f);
-    f->mlp_reflect = reflect; /* the network sees the reflected direction (fit --mlp-reflect) */
+    f->mlp_reflect = reflect; /* the direction mode (fit --mlp-reflect, --mlp-view-reflected) */
     OK(vx_fit_update_params(f, 1e-4f));
 }
 
@@ -130,8 +130,9 @@ static void check_against_cpu(int kernel) {
     for (int trial = 0; trial < 4; trial++) {
         int layers = 1 + trial % 2, small = trial / 2 % 2, bricked = (trial + kernel) % 2, n = 160;
         vx_fit_model f;
-        /* the reflected direction in the batched kernels' trial 3 (and the one-march gather's 1) */
-        int reflect = kernel >= 2 && (trial == 3 || (kernel == 3 && trial == 1));
+        /* the batched kernels' direction modes, each gather both: the reflected direction in trial 1,
+         * the view direction with the reflected one in trial 3 */
+        int reflect = kernel < 2 || trial % 2 == 0 ? VX_MLP_DIR_VIEW : trial == 1 ? VX_MLP_DIR_REFLECTED : VX_MLP_DIR_BOTH;
         random_mlp_model(&f, layers, bricked, reflect);
         OK(vx_fit_occupancy_build_cpu(&f, 4));
         /* the per-point colour loss (fit --rgbper) in the batched kernel's odd trials */
@@ -174,7 +175,7 @@ static void check_against_cpu(int kernel) {
                       "%s, %s direction: %d pass(es), loss CPU %.9g kernel %.9g\n",
                       kernel == 3 ? "batched (one-march gather)" : kernel == 2 ? "batched" : "per-ray", layers, f.table ? "bricked" : "dense",
                       small ? "150-sample" : "full", f.reg_rgbper, reg ? "on" : "off", b.random_bg ? "on" : "off",
-                      reflect ? "reflected" : "view", o.passes, lc, o.loss);
+                      vx_mlp_dir_name(reflect), o.passes, lc, o.loss);
         if (small) assert_true(o.passes > 1);
         if (kernel == 3) {
             print_message("  %d of the passes with the one-march gather; the most samples a ray had: %d\n", o.slot_passes,

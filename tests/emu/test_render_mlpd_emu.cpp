@@ -150,8 +150,9 @@ static void test_deferred(void **state) {
     const int w = 24, h = 20;
     int cases = 0;
     for (int layers = 1; layers <= 2; layers++)
-        for (int variant = 0; variant < 4; variant++) { /* 0: plain, 1: skipping + stop + jitter, 2: a piece,
-                                                          * 3: the reflected direction, with skipping */
+        for (int variant = 0; variant < 5; variant++) { /* 0: plain, 1: skipping + stop + jitter, 2: a piece,
+                                                          * 3: the reflected direction, with skipping, 4: the
+                                                          * view direction with the reflected one */
             vx_grid g;
             random_grid(&g, 10 + (int)uni(0, 4), 11 + (int)uni(0, 4), 9 + (int)uni(0, 4));
             float wts[VX_MLP_MAX_WEIGHTS];
@@ -159,13 +160,13 @@ static void test_deferred(void **state) {
             for (int i = 0; i < vx_mlp_weight_count(layers); i++) wts[i] *= 3.0f; /* colours across [0, 1] */
             vx_march_params m;
             vx_camera cam;
-            setup(&m, &cam, &g, variant == 1 || variant == 3 ? 4 : 0, variant == 1 ? 5u + (unsigned)layers : 0u, w, h);
+            setup(&m, &cam, &g, variant == 1 || variant >= 3 ? 4 : 0, variant == 1 ? 5u + (unsigned)layers : 0u, w, h);
             m.dec.type = VX_DEC_MLP;
             m.dec.density_act = VX_DACT_RELU;
             m.dec.color_act = VX_CACT_SIGMOID;
             m.dec.density_scale = 2.0f;
             vx_decoder_set_mlp(&m.dec, layers, wts);
-            m.dec.shade = variant == 3; /* vx_decoder_mlp_reflect */
+            m.dec.shade = variant == 3 ? VX_MLP_DIR_REFLECTED : variant == 4 ? VX_MLP_DIR_BOTH : VX_MLP_DIR_VIEW;
             if (variant == 2) { /* sort-last: only the samples in the lower half of x */
                 m.own = 1;
                 m.own_lo[0] = 0; m.own_lo[1] = 0; m.own_lo[2] = 0;
@@ -188,20 +189,21 @@ static void test_deferred(void **state) {
             unsigned long long counters[3];
             char what[96];
             snprintf(what, sizeof what, "mlp %d layer(s), %s, dense", layers,
-                     variant == 0 ? "plain" : variant == 1 ? "skip+stop+jitter" : variant == 2 ? "piece" : "reflected");
+                     variant == 0 ? "plain" : variant == 1 ? "skip+stop+jitter" : variant == 2 ? "piece"
+                     : variant == 3 ? "reflected" : "view+reflected");
             size_t sy = (size_t)g.nx * g.nc;
             vx_dense_store<float> ds = {g.data, sy, sy * g.ny, (size_t)g.nc};
             if (variant == 2) deferred<vx_dense_store<float>, true>(m, cam, ds, occ, wts, layers, rgb, alpha, depth, counters);
             else deferred<vx_dense_store<float>, false>(m, cam, ds, occ, wts, layers, rgb, alpha, depth, counters);
             compare(what, &ref, rgb, alpha, depth, counters);
-            if (variant == 3) { /* the reflection changes the colours: the view direction's differ */
+            if (variant >= 3) { /* the reflection changes the colours: the view direction's differ */
                 vx_frame view;
                 OK(vx_frame_alloc(&view, w, h, 1));
                 v.mp.dec.shade = 0;
                 OK(vx_render_cpu(&v, &cam, NULL, &view));
                 double moved = 0.0;
                 for (size_t i = 0; i < rgb.size(); i++) moved = fmax(moved, fabs((double)view.rgb[i] - rgb[i]));
-                print_message("  reflected against the view direction: rgb max %.2e\n", moved);
+                print_message("  %s against the view direction: rgb max %.2e\n", vx_mlp_dir_name(m.dec.shade), moved);
                 assert_true(moved > 1e-2);
                 vx_frame_free(&view);
             }
@@ -228,7 +230,8 @@ static void test_deferred(void **state) {
             vx_apron_fill_cpu(sg.sparse, &a, 0, a.nblocks + 1, pool.data());
             vx_apron_store<float> as = {a.table, pool.data(), {sg.sparse->bn[0], sg.sparse->bn[1], sg.sparse->bn[2]}};
             snprintf(what, sizeof what, "mlp %d layer(s), %s, sparse", layers,
-                     variant == 0 ? "plain" : variant == 1 ? "skip+stop+jitter" : variant == 2 ? "piece" : "reflected");
+                     variant == 0 ? "plain" : variant == 1 ? "skip+stop+jitter" : variant == 2 ? "piece"
+                     : variant == 3 ? "reflected" : "view+reflected");
             if (variant == 2) deferred<vx_apron_store<float>, true>(m, cam, as, occ, wts, layers, rgb, alpha, depth, counters);
             else deferred<vx_apron_store<float>, false>(m, cam, as, occ, wts, layers, rgb, alpha, depth, counters);
             compare(what, &ref, rgb, alpha, depth, counters);
@@ -239,7 +242,7 @@ static void test_deferred(void **state) {
             vx_grid_free(&g);
             cases++;
         }
-    assert_int_equal(cases, 8);
+    assert_int_equal(cases, 10);
 }
 
 int main(void) {

@@ -736,8 +736,11 @@ static void test_mlp_step(void **state) {
         vx_fit_model f, h;
         int layers = 1 + trial % 2, small = (trial / 2) % 2, bricked = (trial / 4) % 2, kernel = 1 + trial / 8;
         random_mlp_model(&f, layers, bricked);
-        /* the reflected direction (fit --mlp-reflect) in two batched trials, one of each gather */
-        f.mlp_reflect = kernel == 2 && (trial % 8 == 1 || trial % 8 == 4);
+        /* the reflected direction (fit --mlp-reflect) in two batched trials, one of each gather, and
+         * the view direction with the reflected one (--mlp-view-reflected) in two more */
+        int t8 = trial % 8;
+        f.mlp_reflect = kernel != 2 ? VX_MLP_DIR_VIEW : t8 == 1 || t8 == 4 ? VX_MLP_DIR_REFLECTED
+                        : t8 == 6 || t8 == 7 ? VX_MLP_DIR_BOTH : VX_MLP_DIR_VIEW;
         OK(vx_fit_update_params(&f, f.mp.stop));
         size_t nw = (size_t)vx_mlp_weight_count(layers);
         vx_fit_batch b;
@@ -763,7 +766,7 @@ static void test_mlp_step(void **state) {
         print_message("trial %d: mlp, %s kernel, %d hidden layer(s), %s storage, %s record buffer, rgbper %.3f, %s "
                       "direction\n", trial, kernel == 1 ? "per-ray" : gather == 2 ? "batched (one-march gather)" : "batched",
                       layers, f.table ? "bricked" : "dense", small ? "300-record" : "full", f.reg_rgbper,
-                      f.mlp_reflect ? "reflected" : "view");
+                      vx_mlp_dir_name(f.mlp_reflect));
         OK(vx_fit_update_params_cuda(g, 1e-4f));
         OK(vx_fit_occupancy_build_cpu(&f, 4));
         OK(vx_fit_occupancy_build_cuda(g, 4));

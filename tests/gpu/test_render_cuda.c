@@ -353,6 +353,8 @@ static void test_random_decoders(void **state) {
         {"mlp 2 hidden layers", VX_DEC_MLP, 2, VX_MLP_CHANNELS, VX_DACT_RELU, VX_CACT_SIGMOID},
         {"mlp 1 hidden layer, reflected", VX_DEC_MLP, 1, VX_MLP_CHANNELS, VX_DACT_RELU, VX_CACT_SIGMOID},
         {"mlp 2 hidden layers, reflected", VX_DEC_MLP, 2, VX_MLP_CHANNELS, VX_DACT_RELU, VX_CACT_SIGMOID},
+        {"mlp 1 hidden layer, view+reflected", VX_DEC_MLP, 1, VX_MLP_CHANNELS, VX_DACT_RELU, VX_CACT_SIGMOID},
+        {"mlp 2 hidden layers, view+reflected", VX_DEC_MLP, 2, VX_MLP_CHANNELS, VX_DACT_RELU, VX_CACT_SIGMOID},
     };
     float mlp[VX_MLP_MAX_WEIGHTS]; /* the mlp cases' weights: fresh per run, PyTorch's initial range, x3 */
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
@@ -373,7 +375,9 @@ static void test_random_decoders(void **state) {
             vx_mlp_init(cases[t].deg, g_seed + (unsigned)t, mlp);
             for (int i = 0; i < vx_mlp_weight_count(cases[t].deg); i++) mlp[i] *= 3.0f; /* colours across [0, 1] */
             vx_decoder_set_mlp(&dec, cases[t].deg, mlp);
-            dec.shade = strstr(cases[t].name, "reflected") != NULL; /* vx_decoder_mlp_reflect: six probes more */
+            dec.shade = strstr(cases[t].name, "view+reflected") ? VX_MLP_DIR_BOTH /* six probes more */
+                        : strstr(cases[t].name, "reflected")    ? VX_MLP_DIR_REFLECTED
+                                                                : VX_MLP_DIR_VIEW;
         }
         if (dec.type == VX_DEC_SCALAR) {
             dec.shade = 1; /* gradient shading: six more fetches per sample on both sides */
