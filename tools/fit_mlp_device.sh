@@ -36,6 +36,9 @@
 #              held out 0.5 dB worse by 60 s on the device, not on the CPU)
 #   lego5r     OUTDIR NAME ARGS...: lego (test split) mlp for 5 minutes with ARGS, then `bench
 #              render` on its scene (FP32, tc and fused rows; carry .dev/bin/voxray.gz ... .lego)
+#   lego5g     OUTDIR NAME ARGS...: test_fit_gpu (quick, all of it), then lego5r's fit and `bench
+#              render`, then `bench fit` on the scene with the recipe's two levels, whose rows time
+#              the batched step with gather 1 and 2 (fit --mlp-gather): one call, ~420 s (FIT.md s33)
 #   levels-ab  OUTDIR NAME: `bench fit --coarse R1,R2` on lego scene NAME kept in OUTDIR (by lego5r),
 #              the recipe's two levels with the density (fit's default) and with --no-coarse-density
 #              (FIT.md s29): both restriction versions, one launch a level
@@ -53,7 +56,7 @@
 # after the step, so give each variant its own OUTDIR. Each fit adds its row (fit_summary.sh,
 # as fit_compare.sh writes them) to OUTDIR/summary.md.
 set -u
-step=${1:?usage: tools/fit_mlp_device.sh check|check-sh|level5|rbg5|md1b|render-tc|tests-mic5|cut-ab|lego5r|levels-ab|eval|pyr5|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
+step=${1:?usage: tools/fit_mlp_device.sh check|check-sh|level5|rbg5|md1b|render-tc|tests-mic5|cut-ab|lego5r|lego5g|levels-ab|eval|pyr5|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
 out=${2:?usage: tools/fit_mlp_device.sh STEP OUTDIR [fit args]}
 shift 2
 BIN=${BIN:-.dev/bin}
@@ -204,6 +207,15 @@ eval)
 pyr5)
     gpu_tests 'test_coarse*' test_coarse.log
     fit lego300-pyr .lego 300 $mlp --val-split test --coarse 64,128 --mlp-dir-degree 1
+    ;;
+lego5g)
+    name=${1:?lego5g: NAME ARGS...}
+    shift
+    extra=""
+    gpu_tests '*' test_fit_gpu.log
+    fit "$name" .lego 300 $mlp --val-split test "$@" || exit 1
+    render_bar "$name" "bench_render_$name.log"
+    bench_level "$name" "bench_fit_$name.log"
     ;;
 levels-ab)
     name=${1:?levels-ab: NAME (a lego scene lego5r kept in OUTDIR)}
