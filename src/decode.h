@@ -247,7 +247,11 @@ VX_HD void vx_mlp_input_dir(const float *raw, vx_vec3 d, vx_vec3 g, int mode, fl
     s[3] = gg > 1e-30f && gg < 1e30f ? vx_dot(d, g) / sqrtf(gg) : 0.0f; /* n.d, 0 where vx_reflect_dir keeps d */
 }
 
-/* The network itself: input x (VX_MLP_IN), packed weights w, sigmoid colours out. */
+/* The network itself: input x (VX_MLP_IN), packed weights w, sigmoid colours out, for the
+ * direction modes that read the density gradient (vx_decode_mlp_dir). A copy of
+ * vx_decode_mlp's loops on purpose: vx_decode_mlp built on it compiled the CPU fit 7-12%
+ * slower with gcc (session 33), so the view direction keeps its own text (and the CUDA
+ * kernels timed with it their code). */
 VX_HD void vx_mlp_network(const float *w, int layers, const float *x, float *rgb) {
     float h[VX_MLP_WIDTH];
     VX_UNROLL
@@ -286,33 +290,66 @@ VX_HD void vx_mlp_network(const float *w, int layers, const float *x, float *rgb
 }
 
 /* The mlp decoder with packed weights w (the decoder's, or the CUDA renderer's constant
- * copy) and `layers` hidden layers, its input in direction mode `mode` with the density
- * gradient g (vx_mlp_input_dir). The network runs only where sigma > 0 (elsewhere rgb is
- * 0 and nothing composites it). */
-VX_HD float vx_decode_mlp_in(const vx_decoder *d, const float *w, int layers, const float *raw, vx_vec3 dir,
-                             vx_vec3 g, int mode, float *rgb) {
+ * copy) and `layers` hidden layers, seeing the view direction dir. The network runs only
+ * where sigma > 0 (elsewhere rgb is 0 and nothing composites it). */
+VX_HD float vx_decode_mlp(const vx_decoder *d, const float *w, int layers, const float *raw, vx_vec3 dir,
+                          float *rgb) {
+    float sigma = vx_density_activate(d->density_act, raw[0]) * d->density_scale;
+    if (!(sigma > 0.0f)) {
+        rgb[0] = rgb[1] = rgb[2] = 0.0f;
+        return 0.0f;
+    }
+    float x[VX_MLP_IN], h[VX_MLP_WIDTH];
+    vx_mlp_input(raw, dir, x);
+    VX_UNROLL
+    for (int o = 0; o < VX_MLP_WIDTH; o++) h[o] = w[VX_MLP_B0 + o];
+    VX_NO_UNROLL
+    for (int i = 0; i < VX_MLP_IN; i++) {
+        float xi = x[i];
+        VX_UNROLL
+        for (int o = 0; o < VX_MLP_WIDTH; o++) h[o] += w[i * VX_MLP_WIDTH + o] * xi;
+    }
+    VX_UNROLL
+    for (int o = 0; o < VX_MLP_WIDTH; o++) h[o] = vx_maxf(h[o], 0.0f);
+    const float *w2 = w + vx_mlp_out_offset(layers);
+    float out[3] = {w2[3 * VX_MLP_WIDTH], w2[3 * VX_MLP_WIDTH + 1], w2[3 * VX_MLP_WIDTH + 2]};
+    if (layers == 2) { /* each second-layer unit feeds the outputs as soon as it is known */
+        const float *w1 = w + VX_MLP_L1;
+        VX_NO_UNROLL /* loops (also over the inputs above): fully unrolled, render.cu's 16 mlp kernels took
+                      * ptxas 2 min 49 s instead of 16 s; the run-time difference is not measured yet */
+        for (int o = 0; o < VX_MLP_WIDTH; o++) {
+            float a = w1[VX_MLP_WIDTH * VX_MLP_WIDTH + o];
+            VX_UNROLL
+            for (int i = 0; i < VX_MLP_WIDTH; i++) a += w1[o * VX_MLP_WIDTH + i] * h[i];
+            a = vx_maxf(a, 0.0f);
+            VX_UNROLL
+            for (int c = 0; c < 3; c++) out[c] += w2[c * VX_MLP_WIDTH + o] * a;
+        }
+    } else {
+        VX_UNROLL
+        for (int o = 0; o < VX_MLP_WIDTH; o++) {
+            VX_UNROLL
+            for (int c = 0; c < 3; c++) out[c] += w2[c * VX_MLP_WIDTH + o] * h[o];
+        }
+    }
+    VX_UNROLL
+    for (int c = 0; c < 3; c++) rgb[c] = vx_sigmoidf(out[c]);
+    return sigma;
+}
+
+/* The same where the input reads the density gradient g (the decoder's direction mode,
+ * vx_mlp_input_dir; vx_decoder_mlp_reflect). */
+VX_HD float vx_decode_mlp_dir(const vx_decoder *d, const float *w, int layers, const float *raw, vx_vec3 dir,
+                              vx_vec3 g, float *rgb) {
     float sigma = vx_density_activate(d->density_act, raw[0]) * d->density_scale;
     if (!(sigma > 0.0f)) {
         rgb[0] = rgb[1] = rgb[2] = 0.0f;
         return 0.0f;
     }
     float x[VX_MLP_IN];
-    vx_mlp_input_dir(raw, dir, g, mode, x);
+    vx_mlp_input_dir(raw, dir, g, d->shade, x);
     vx_mlp_network(w, layers, x, rgb);
     return sigma;
-}
-
-/* The network seeing the view direction dir. */
-VX_HD float vx_decode_mlp(const vx_decoder *d, const float *w, int layers, const float *raw, vx_vec3 dir,
-                          float *rgb) {
-    return vx_decode_mlp_in(d, w, layers, raw, dir, vx_v3(0.0f, 0.0f, 0.0f), VX_MLP_DIR_VIEW, rgb);
-}
-
-/* The network seeing the decoder's direction mode with density gradient g at the sample
- * (the modes that read it, vx_decoder_mlp_reflect). */
-VX_HD float vx_decode_mlp_dir(const vx_decoder *d, const float *w, int layers, const float *raw, vx_vec3 dir,
-                              vx_vec3 g, float *rgb) {
-    return vx_decode_mlp_in(d, w, layers, raw, dir, g, d->shade, rgb);
 }
 
 /* Decode interpolated raw channels at view direction dir (unit, world space).

@@ -127,13 +127,12 @@ typedef struct {
     float dout[4];                     /* dL/d(output pre-activation), r g b */
 } vx_fit_mlp_record;
 
-/* Given dL/drgb at raw channels `raw` seen along d, with packed weights w, the input in
- * direction mode `mode` with density gradient g (vx_mlp_input_dir; the view direction's:
- * VX_MLP_DIR_VIEW, g unread): the record and dL/dfeatures (15 values). */
-VX_HD void vx_fit_mlp_backward(const float *w, int layers, const float *raw, vx_vec3 d, vx_vec3 g, int mode,
-                               const float *drgb, vx_fit_mlp_record *a, float *dfeat) {
+/* Given dL/drgb at raw channels `raw` seen along d, with packed weights w: the record and
+ * dL/dfeatures (15 values). */
+VX_HD void vx_fit_mlp_backward(const float *w, int layers, const float *raw, vx_vec3 d, const float *drgb,
+                               vx_fit_mlp_record *a, float *dfeat) {
     const int W = VX_MLP_WIDTH;
-    vx_mlp_input_dir(raw, d, g, mode, a->x);
+    vx_mlp_input(raw, d, a->x);
     a->x[VX_MLP_IN] = 0.0f;
     for (int o = 0; o < W; o++) a->h1[o] = w[VX_MLP_B0 + o];
     for (int i = 0; i < VX_MLP_IN; i++)
@@ -177,10 +176,61 @@ VX_HD void vx_fit_mlp_backward(const float *w, int layers, const float *raw, vx_
     }
 }
 
+/* The same with the network's input already in the record (a->x, its first VX_MLP_IN
+ * entries), for the direction modes that read the density gradient (vx_mlp_input_dir).
+ * A copy of vx_fit_mlp_backward's body on purpose: with the view direction's backward built
+ * as vx_mlp_input and then this, gcc compiled the CPU fit's step 7-12% slower (session 33,
+ * the same iterations timed before and after), so the view direction keeps its own text. */
+VX_HD void vx_fit_mlp_backward_x(const float *w, int layers, const float *drgb, vx_fit_mlp_record *a, float *dfeat) {
+    const int W = VX_MLP_WIDTH;
+    a->x[VX_MLP_IN] = 0.0f;
+    for (int o = 0; o < W; o++) a->h1[o] = w[VX_MLP_B0 + o];
+    for (int i = 0; i < VX_MLP_IN; i++)
+        for (int o = 0; o < W; o++) a->h1[o] += w[i * W + o] * a->x[i];
+    for (int o = 0; o < W; o++) a->h1[o] = vx_maxf(a->h1[o], 0.0f);
+    const float *w1 = w + VX_MLP_L1, *hl = a->h1;
+    if (layers == 2) {
+        for (int o = 0; o < W; o++) {
+            float s = w1[W * W + o];
+            for (int i = 0; i < W; i++) s += w1[o * W + i] * a->h1[i];
+            a->h2[o] = vx_maxf(s, 0.0f);
+        }
+        hl = a->h2;
+    }
+    const float *w2 = w + vx_mlp_out_offset(layers);
+    for (int c = 0; c < 3; c++) {
+        float s = w2[3 * W + c];
+        for (int o = 0; o < W; o++) s += w2[c * W + o] * hl[o];
+        float sg = vx_sigmoidf(s);
+        a->dout[c] = drgb[c] * sg * (1.0f - sg);
+    }
+    a->dout[3] = 0.0f;
+    /* back through the output layer and the last hidden layer's relu */
+    float *dl = layers == 2 ? a->d2 : a->d1;
+    for (int o = 0; o < W; o++) {
+        float g = w2[o] * a->dout[0] + w2[W + o] * a->dout[1] + w2[2 * W + o] * a->dout[2];
+        dl[o] = hl[o] > 0.0f ? g : 0.0f;
+    }
+    if (layers == 2) {
+        for (int i = 0; i < W; i++) a->d1[i] = 0.0f;
+        for (int o = 0; o < W; o++) {
+            if (a->d2[o] == 0.0f) continue;
+            for (int i = 0; i < W; i++) a->d1[i] += w1[o * W + i] * a->d2[o];
+        }
+        for (int i = 0; i < W; i++) a->d1[i] = a->h1[i] > 0.0f ? a->d1[i] : 0.0f;
+    }
+    for (int i = 0; i < VX_MLP_FEATURES; i++) {
+        float g = 0.0f;
+        for (int o = 0; o < W; o++) g += w[i * W + o] * a->d1[o];
+        dfeat[i] = g;
+    }
+}
+
+
 /* dL/dweights of one record added into wgrad (packed layout), each thread its own array:
  * the host's twin of fit_mlp.cuh's reduction (vx_fit_mlp_wgrad_kernel). */
 #define VX__WADD(p, v) (*(p) += (v))
-VX_HD void vx_fit_mlp_record_grad(int layers, const vx_fit_mlp_record *a, float *wgrad) {
+VX_HDI void vx_fit_mlp_record_grad(int layers, const vx_fit_mlp_record *a, float *wgrad) {
     const int W = VX_MLP_WIDTH;
     const float *hl = layers == 2 ? a->h2 : a->h1;
     float *g2 = wgrad + vx_mlp_out_offset(layers);
@@ -204,16 +254,14 @@ VX_HD void vx_fit_mlp_record_grad(int layers, const vx_fit_mlp_record *a, float 
 }
 #undef VX__WADD
 
-/* The host's backward of the mlp decoder at raw channels `raw` seen along d (density
- * gradient g where the decoder's input reads it, vx_decoder_mlp_reflect): draw[0] from
+/* The host's backward of the mlp decoder at raw channels `raw` seen along d: draw[0] from
  * dsigma as for the sh decoder, draw[1..15] = dL/dfeatures, and dL/dweights added into
  * wgrad when it is not NULL. */
-VX_HD void vx_fit_decode_mlp_backward(const vx_decoder *dec, const float *raw, vx_vec3 d, vx_vec3 g, float dsigma,
+VX_HD void vx_fit_decode_mlp_backward(const vx_decoder *dec, const float *raw, vx_vec3 d, float dsigma,
                                       const float *drgb, float *draw, float *wgrad) {
     vx_fit_mlp_record a;
     draw[0] = raw[0] > 0.0f ? dsigma * dec->density_scale : 0.0f;
-    vx_fit_mlp_backward(vx_decoder_mlp_weights(dec), vx_decoder_mlp_layers(dec), raw, d, g, vx_decoder_mlp_dir_mode(dec),
-                        drgb, &a, draw + 1);
+    vx_fit_mlp_backward(vx_decoder_mlp_weights(dec), vx_decoder_mlp_layers(dec), raw, d, drgb, &a, draw + 1);
     if (wgrad) vx_fit_mlp_record_grad(vx_decoder_mlp_layers(dec), &a, wgrad);
 }
 
@@ -269,6 +317,20 @@ VX_CPU_OUTLINE vx_vec3 vx_fit_normal(const vx_march_params *m, const vx_fit_inde
     for (int k = 0; k < 6; k++) f[k] = vx_fit_density_at(L, data, m->nc, vx_gradient_probe(p, k));
     return vx_mlp_normal(m, f);
 }
+
+#ifndef __CUDA_ARCH__
+/* vx_fit_decode_mlp_backward where the decoder's input reads the density gradient g
+ * (vx_decoder_mlp_reflect): out of line, so that the view direction's backward keeps its
+ * code. */
+VX_CPU_OUTLINE void vx_fit_decode_mlp_backward_dir(const vx_decoder *dec, const float *raw, vx_vec3 d, vx_vec3 g,
+                                                   float dsigma, const float *drgb, float *draw, float *wgrad) {
+    vx_fit_mlp_record a;
+    draw[0] = raw[0] > 0.0f ? dsigma * dec->density_scale : 0.0f;
+    vx_mlp_input_dir(raw, d, g, vx_decoder_mlp_dir_mode(dec), a.x);
+    vx_fit_mlp_backward_x(vx_decoder_mlp_weights(dec), vx_decoder_mlp_layers(dec), drgb, &a, draw + 1);
+    if (wgrad) vx_fit_mlp_record_grad(vx_decoder_mlp_layers(dec), &a, wgrad);
+}
+#endif
 
 /* Adjoint of the trilinear gather: grad[corner][c] += w_corner * draw[c]. Corners that
  * coincide at the border (n == 1) simply receive both shares, as the gather read both. */
@@ -504,9 +566,10 @@ VX_HD void vx_fit_backward_visit(void *op, const vx_composite *c, const vx_sampl
         }
         *f->px->loss += f->px->weight * w * l;
     }
-    if (m->dec.type == VX_DEC_MLP)
-        vx_fit_decode_mlp_backward(&m->dec, f->fwd.raw, f->dir, f->fwd.sgrad, dsigma,
-                                   drgb, draw, f->mlp_grad);
+    if (m->dec.type == VX_DEC_MLP && vx_decoder_mlp_reflect(&m->dec))
+        vx_fit_decode_mlp_backward_dir(&m->dec, f->fwd.raw, f->dir, f->fwd.sgrad, dsigma, drgb, draw, f->mlp_grad);
+    else if (m->dec.type == VX_DEC_MLP)
+        vx_fit_decode_mlp_backward(&m->dec, f->fwd.raw, f->dir, dsigma, drgb, draw, f->mlp_grad);
     else
 #endif
         vx_fit_decode_sh_backward(&m->dec, f->fwd.raw, f->b, f->nb, dsigma, drgb, draw);

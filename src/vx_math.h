@@ -9,8 +9,12 @@
 
 #ifdef __CUDACC__
 #define VX_HD static __host__ __device__ __forceinline__
+#define VX_HDI VX_HD
 #else
 #define VX_HD static inline
+/* VX_HD that gcc must inline too: a function with a second caller that it would otherwise
+ * call out of line, in a hot loop that inlined it while it had one */
+#define VX_HDI static inline __attribute__((always_inline))
 #endif
 
 typedef struct { float x, y, z; } vx_vec3;
