@@ -80,8 +80,7 @@ template <int LAYERS, bool BWD, bool R = false> struct vx_fit_mlp_op {
         draw[0] = (smp->tb - smp->ta) * dsig * f->m->dec.density_scale; /* relu'(raw0) = 1: sigma > 0 */
         vx_fit_mlp_record a;
         static_assert(!(BWD && R), "the per-ray step has no backward for the reflected direction (fit.cu refuses it)");
-        vx_fit_mlp_backward(vx_c_fit_mlp, LAYERS, f->raw, f->dir, vx_v3(0.0f, 0.0f, 0.0f), VX_MLP_DIR_VIEW, drgb, &a,
-                            draw + 1);
+        vx_fit_mlp_backward(vx_c_fit_mlp, LAYERS, f->raw, f->dir, drgb, &a, draw + 1);
         float4 *dst = (float4 *)f->rec++;
         const float4 *src = (const float4 *)&a;
         for (int q = 0; q < VX_FIT_REC_FLOATS / 4; q++) dst[q] = src[q];
