@@ -36,7 +36,8 @@ static void look_at(vx_camera *c, const float eye[3], const float tgt[3], float 
 }
 
 /* The CPU reference frame: vx_march_run with the CPU op for every pixel, exactly as
- * render_cpu.c (per-pixel jitter, dense or sparse storage). */
+ * render_cpu.c and render_cpu_reflect.c (per-pixel jitter, dense or sparse storage; the
+ * reflect op where the mlp's input reads the density gradient). */
 static void render_ref(const vx_march_params *m, const float *data, const vx_sparse *sparse,
                        const unsigned char *occ, const vx_camera *c, vx_frame *f) {
     f->samples = 0;
@@ -45,8 +46,15 @@ static void render_ref(const vx_march_params *m, const float *data, const vx_spa
             vx_vec3 o, d;
             vx_camera_ray(c, (float)j + 0.5f, (float)i + 0.5f, &o, &d);
             size_t p = (size_t)i * c->width + j;
-            vx_grid_op op = vx_grid_op_make(m, data, sparse);
-            vx_ray_result r = vx_march_run(m, occ, o, d, vx_pixel_jitter(m->jitter_seed, p), VX_MARCH_OP_OF(&op));
+            float u = vx_pixel_jitter(m->jitter_seed, p);
+            vx_ray_result r;
+            if (vx_decoder_mlp_reflect(&m->dec)) { /* render_cpu_reflect.c's op: the network sees the gradient */
+                vx_grid_reflect_op op = vx_grid_reflect_op_make(m, data, sparse);
+                r = vx_march_run(m, occ, o, d, u, VX_MARCH_OP_OF(&op));
+            } else {
+                vx_grid_op op = vx_grid_op_make(m, data, sparse);
+                r = vx_march_run(m, occ, o, d, u, VX_MARCH_OP_OF(&op));
+            }
             for (int k = 0; k < 3; k++) f->rgb[3 * p + k] = r.rgb[k];
             f->alpha[p] = 1.0f - r.trans;
             f->depth[p] = r.depth;
