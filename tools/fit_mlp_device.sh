@@ -46,6 +46,9 @@
 #   eval       OUTDIR SCENE DATASET NAME: `voxray eval` of a scene kept on the warm device (e.g. in
 #              .runs/) on DATASET's test split, the log as NAME.eval.log: lego's 200 test views in
 #              two carries (.legoA, .legoB: views 0-99 and 100-199 with transforms_train.json)
+#   evalt      OUTDIR SCENE DATASET NAME: eval's `voxray eval`, then test_render_cuda and test_fit_gpu
+#              (quick) on the same warm machine, logs trc.log and tfg.log in OUTDIR (carry the two
+#              test binaries' .gz beside .legoA: the GPU tests that no longer fit beside .lego)
 #   pyr5       test_fit_gpu's coarse-level test (levels active and waiting), then lego mlp
 #              --coarse 64,128 --mlp-dir-degree 1 for 5 minutes against md1 (FIT.md session 21)
 #   variants   OUTDIR DATASET SECONDS NAME=ARGS...: one fit a variant (ARGS split on spaces,
@@ -57,7 +60,7 @@
 # after the step, so give each variant its own OUTDIR. Each fit adds its row (fit_summary.sh,
 # as fit_compare.sh writes them) to OUTDIR/summary.md.
 set -u
-step=${1:?usage: tools/fit_mlp_device.sh check|check-sh|level5|rbg5|md1b|render-tc|tests-mic5|cut-ab|lego5r|lego5g|levels-ab|eval|pyr5|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
+step=${1:?usage: tools/fit_mlp_device.sh check|check-sh|level5|rbg5|md1b|render-tc|tests-mic5|cut-ab|lego5r|lego5g|levels-ab|eval|evalt|pyr5|mic5|lego5|mic60-sh3|variants|runs|sanitize OUTDIR}
 out=${2:?usage: tools/fit_mlp_device.sh STEP OUTDIR [fit args]}
 shift 2
 BIN=${BIN:-.dev/bin}
@@ -203,6 +206,20 @@ eval)
     "$VOXRAY" eval "$scene" "$data" --split test > "$out/$name.eval.log" 2>&1
     rc=$?
     tail -4 "$out/$name.eval.log"
+    exit $rc
+    ;;
+evalt)
+    scene=${1:?evalt: SCENE DATASET NAME} data=${2:?evalt: DATASET} name=${3:?evalt: NAME}
+    [ -f "$scene/scene.json" ] || { echo "evalt: no scene in $scene (not kept on this machine?)"; exit 1; }
+    "$VOXRAY" eval "$scene" "$data" --split test > "$out/$name.eval.log" 2>&1
+    rc=$?
+    tail -4 "$out/$name.eval.log"
+    for t in test_render_cuda test_fit_gpu; do
+        [ -x "$BIN/$t" ] || { echo "evalt: no $BIN/$t (carry .dev/bin/$t.gz)"; rc=1; continue; }
+        tl=$out/trc.log; [ $t = test_fit_gpu ] && tl=$out/tfg.log
+        VX_FIT_GPU_QUICK=1 "$BIN/$t" > "$tl" 2>&1 || { echo "$t failed"; rc=1; }
+        grep -E "^\[  (PASSED|FAILED) " "$tl"
+    done
     exit $rc
     ;;
 pyr5)
