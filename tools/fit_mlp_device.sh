@@ -134,6 +134,14 @@ tc_tests() { # the tensor-core and coarse-level tests of test_fit_gpu, and test_
         { tail -12 "$out/test_render_cuda.log"; echo "test_render_cuda failed: nothing timed"; exit 1; }
     grep -E "tensor cores vs|PASSED" "$out/test_render_cuda.log" | tail -6
 }
+eval_scene() { # SCENE DATASET NAME: `voxray eval` of a kept scene on DATASET's test split
+    local scene=${1:?$step: SCENE DATASET NAME} data=${2:?$step: DATASET} name=${3:?$step: NAME} rc
+    [ -f "$scene/scene.json" ] || { echo "$step: no scene in $scene (not kept on this machine?)"; exit 1; }
+    "$VOXRAY" eval "$scene" "$data" --split test > "$out/$name.eval.log" 2>&1
+    rc=$?
+    tail -4 "$out/$name.eval.log"
+    return $rc
+}
 case "$step" in
 check)
     echo "-- test_fit_gpu (VX_FIT_GPU_QUICK=1)"
@@ -201,19 +209,12 @@ lego5r)
     render_bar "$name" "bench_render_$name.log"
     ;;
 eval)
-    scene=${1:?eval: SCENE DATASET NAME} data=${2:?eval: DATASET} name=${3:?eval: NAME}
-    [ -f "$scene/scene.json" ] || { echo "eval: no scene in $scene (not kept on this machine?)"; exit 1; }
-    "$VOXRAY" eval "$scene" "$data" --split test > "$out/$name.eval.log" 2>&1
-    rc=$?
-    tail -4 "$out/$name.eval.log"
-    exit $rc
+    eval_scene "$@"
+    exit $?
     ;;
 evalt)
-    scene=${1:?evalt: SCENE DATASET NAME} data=${2:?evalt: DATASET} name=${3:?evalt: NAME}
-    [ -f "$scene/scene.json" ] || { echo "evalt: no scene in $scene (not kept on this machine?)"; exit 1; }
-    "$VOXRAY" eval "$scene" "$data" --split test > "$out/$name.eval.log" 2>&1
+    eval_scene "$@"
     rc=$?
-    tail -4 "$out/$name.eval.log"
     for t in test_render_cuda test_fit_gpu; do
         [ -x "$BIN/$t" ] || { echo "evalt: no $BIN/$t (carry .dev/bin/$t.gz)"; rc=1; continue; }
         tl=$out/trc.log; [ $t = test_fit_gpu ] && tl=$out/tfg.log
