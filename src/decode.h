@@ -223,12 +223,15 @@ VX_HD vx_vec3 vx_reflect_dir(vx_vec3 d, vx_vec3 g) {
     return vx_v3(d.x - k * g.x, d.y - k * g.y, d.z - k * g.z);
 }
 
-/* The first of the direction slots that VX_MLP_DIR_BOTH gives the reflected direction's
- * three degree-1 terms (then n.d): degree 2's first four, so the view direction reaches
- * the network up to degree 1 (fit --mlp-view-reflected holds the weights of the slots past
- * n.d at zero, vx_mlp_dir_cut with VX_MLP_DIR_BOTH_TERMS). */
+/* VX_MLP_DIR_BOTH's direction slots: 0-3 the view direction's SH up to degree 1, from
+ * VX_MLP_DIR_BOTH_SLOT the reflected direction's three degree-1 terms, then n.d, then its
+ * five degree-2 terms (slots 8-12; 13-15 keep the view direction's last degree-3 terms).
+ * fit --mlp-view-reflected holds the weights of the slots past n.d at zero
+ * (VX_MLP_DIR_BOTH_TERMS, the reflected direction to degree 1) or past slot 12 with
+ * --mlp-dir-degree 2 (VX_MLP_DIR_BOTH_TERMS2), vx_mlp_dir_cut. */
 #define VX_MLP_DIR_BOTH_SLOT 4
 #define VX_MLP_DIR_BOTH_TERMS 8
+#define VX_MLP_DIR_BOTH_TERMS2 13
 
 /* The network's input at a sample with density gradient g (world space, any scale; the
  * modes that read it, vx_decoder_mlp_reflect) seen along d, in direction mode `mode`. */
@@ -237,14 +240,15 @@ VX_HD void vx_mlp_input_dir(const float *raw, vx_vec3 d, vx_vec3 g, int mode, fl
         vx_mlp_input(raw, mode == VX_MLP_DIR_REFLECTED ? vx_reflect_dir(d, g) : d, x);
         return;
     }
-    float r[4], gg = vx_dot(g, g);
+    float r[9], gg = vx_dot(g, g);
     vx_mlp_input(raw, d, x);
-    vx_sh_basis(1, vx_reflect_dir(d, g), r);
+    vx_sh_basis(2, vx_reflect_dir(d, g), r);
     float *s = x + VX_MLP_FEATURES + VX_MLP_DIR_BOTH_SLOT;
     s[0] = r[1];
     s[1] = r[2];
     s[2] = r[3];
     s[3] = gg > 1e-30f && gg < 1e30f ? vx_dot(d, g) / sqrtf(gg) : 0.0f; /* n.d, 0 where vx_reflect_dir keeps d */
+    for (int k = 0; k < 5; k++) s[4 + k] = r[4 + k];
 }
 
 /* The network itself: input x (VX_MLP_IN), packed weights w, sigmoid colours out, for the

@@ -109,11 +109,12 @@ static void ref_dir_slots(const vx_march_params *m, const double *grid, vx_vec3 
         vx_sh_basis(3, r, out);
         return;
     }
-    float rb[4];
+    float rb[9];
     vx_sh_basis(3, d, out);
-    vx_sh_basis(1, r, rb);
+    vx_sh_basis(2, r, rb);
     for (int a = 0; a < 3; a++) out[VX_MLP_DIR_BOTH_SLOT + a] = rb[1 + a];
     out[VX_MLP_DIR_BOTH_SLOT + 3] = gg > 1e-30 ? (float)(dg / sqrt(gg)) : 0.0f;
+    for (int a = 0; a < 5; a++) out[VX_MLP_DIR_BOTH_SLOT + 4 + a] = rb[4 + a];
 }
 
 /* g . C of one ray in double: vx_march's samples (positions in float the same way),

@@ -158,10 +158,11 @@ fi
 
 # --mlp-view-reflected: the log says so, the scene says "direction": "view+reflected" and keeps
 # it through convert, info names it, it renders, and it trains another network than either
-# direction alone; with a direction degree other than 1 it is a usage error
+# direction alone; with --mlp-dir-degree 2 (the reflected direction's degree 2 terms too)
+# another network again; with a degree other than 1 or 2 it is a usage error
 # shellcheck disable=SC2086
 if OMP_NUM_THREADS=1 $VOXRAY fit "$MIC" -o "$T/vr" $CO --mlp-view-reflected >"$T/vr.log" 2>&1; then
-    grep -q "^fit: the network sees the view direction (SH up to degree 1) and, beside it" "$T/vr.log" && ok ||
+    grep -q "^fit: the network sees the view direction (SH up to degree 1) and, beside it.*(up to degree 1)" "$T/vr.log" && ok ||
         bad "--mlp-view-reflected: no line in the fit log"
     grep -q '"direction":[[:space:]]*"view+reflected"' "$T/vr/scene.json" && ok ||
         bad "--mlp-view-reflected: the scene does not say so"
@@ -176,10 +177,19 @@ else
     bad "fit --mlp-view-reflected failed"; tail -3 "$T/vr.log"
 fi
 # shellcheck disable=SC2086
-$VOXRAY fit "$MIC" -o "$T/vr2" $CO --mlp-view-reflected --mlp-dir-degree 2 >"$T/vr2.log" 2>&1
+if OMP_NUM_THREADS=1 $VOXRAY fit "$MIC" -o "$T/vr2" $CO --mlp-view-reflected --mlp-dir-degree 2 >"$T/vr2.log" 2>&1; then
+    grep -q "^fit: the network sees the view direction (SH up to degree 1) and, beside it.*(up to degree 2)" "$T/vr2.log" &&
+        ok || bad "--mlp-view-reflected --mlp-dir-degree 2: no line in the fit log"
+    [ -s "$T/vr2/mlp.npy" ] && ! cmp -s "$T/vr2/mlp.npy" "$T/vr/mlp.npy" && ok ||
+        bad "--mlp-view-reflected --mlp-dir-degree 2 trained the same network as degree 1"
+else
+    bad "fit --mlp-view-reflected --mlp-dir-degree 2 failed"; tail -3 "$T/vr2.log"
+fi
+# shellcheck disable=SC2086
+$VOXRAY fit "$MIC" -o "$T/vr3" $CO --mlp-view-reflected --mlp-dir-degree 3 >"$T/vr3.log" 2>&1
 rc=$?
-[ $rc -eq 2 ] && grep -q "needs --mlp-dir-degree 1" "$T/vr2.log" && [ ! -e "$T/vr2" ] && ok ||
-    bad "--mlp-view-reflected --mlp-dir-degree 2: exit $rc, $(tail -1 "$T/vr2.log")"
+[ $rc -eq 2 ] && grep -q "takes --mlp-dir-degree 1 or 2" "$T/vr3.log" && [ ! -e "$T/vr3" ] && ok ||
+    bad "--mlp-view-reflected --mlp-dir-degree 3: exit $rc, $(tail -1 "$T/vr3.log")"
 
 # bricked training is the dense training: the same final loss (OpenMP sums differ only in
 # the last bits; the schedule and the rays are the same)

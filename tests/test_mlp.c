@@ -294,6 +294,7 @@ static void test_reflect_slab(void **state) {
                         reference_sh(r3, r16);
                         for (int k = 0; k < 3; k++) b16[VX_MLP_DIR_BOTH_SLOT + k] = r16[1 + k];
                         b16[VX_MLP_DIR_BOTH_SLOT + 3] = rd.z; /* n.d with n = +z */
+                        for (int k = 0; k < 5; k++) b16[VX_MLP_DIR_BOTH_SLOT + 4 + k] = r16[4 + k]; /* r's degree 2 */
                     }
                     reference_rgb_in(layers, f, vals + 1, b16, cr);
                     const float *a = fv.rgb + 3 * ((size_t)i * cam.width + j), *b = fr.rgb + 3 * ((size_t)i * cam.width + j);

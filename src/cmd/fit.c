@@ -60,6 +60,7 @@ static void vx__fit_usage(FILE *o) {
             "                       density's surface (Ref-NeRF), not the view direction itself\n"
             "  --mlp-view-reflected  the network sees the view direction (up to degree 1) and,\n"
             "                       beside it, the reflected one and its cosine to the normal\n"
+            "                       (--mlp-dir-degree 1 or 2: the reflected direction's degree)\n"
             "  --mlp-kernel K       CUDA: batched (default: tiled products over the step's\n"
             "                       samples) or per-ray (the network inside the ray kernel)\n"
             "  --mlp-gather V       CUDA, batched: how the step gathers the network's inputs, 1 (the\n"
@@ -387,13 +388,14 @@ int vx_cmd_fit(int argc, char **argv) {
     }
     if (mlp_reflect && !use_mlp) fprintf(stderr, "voxray: fit: %s has no effect without --decoder mlp\n", rflag);
     if (mlp_reflect == VX_MLP_DIR_BOTH && use_mlp) { /* the reflected terms take degree 2's first slots */
-        if (dir_degree != -1 && dir_degree != 1) {
-            snprintf(msg, sizeof msg, "--mlp-view-reflected needs --mlp-dir-degree 1 (the reflected direction's terms "
-                                      "take the slots of degree 2), not %d", dir_degree);
+        if (dir_degree != -1 && dir_degree != 1 && dir_degree != 2) {
+            snprintf(msg, sizeof msg, "--mlp-view-reflected takes --mlp-dir-degree 1 or 2 (the reflected direction's "
+                                      "degree; the view direction's stays 1), not %d", dir_degree);
             rc = vx_cli_usage_error("fit", msg);
             goto fail;
         }
-        cfg.hp.mlp_dir_terms = VX_MLP_DIR_BOTH_TERMS; /* d up to degree 1, then r's three terms and n.d */
+        /* d up to degree 1, then r's three terms and n.d (and r's five degree-2 terms) */
+        cfg.hp.mlp_dir_terms = dir_degree == 2 ? VX_MLP_DIR_BOTH_TERMS2 : VX_MLP_DIR_BOTH_TERMS;
     }
     if (cfg.hp.mlp_tc > 0 && (!use_mlp || cfg.backend != VX_BACKEND_CUDA))
         fprintf(stderr, "voxray: fit: --mlp-tensor-cores has no effect %s\n",
@@ -430,7 +432,8 @@ int vx_cmd_fit(int argc, char **argv) {
         fprintf(stderr, "fit: the network sees the view direction reflected about the density's surface\n");
     if (f.mlp_reflect == VX_MLP_DIR_BOTH)
         fprintf(stderr, "fit: the network sees the view direction (SH up to degree 1) and, beside it, the direction "
-                        "reflected about the density's surface and the cosine to its normal\n");
+                        "reflected about the density's surface (up to degree %d) and the cosine to its normal\n",
+                cfg.hp.mlp_dir_terms == VX_MLP_DIR_BOTH_TERMS2 ? 2 : 1);
     f.coarse_cut = coarse_cut;
     if (coarse_only && (!ncoarse || coarse_only > f.nc - 1)) {
         snprintf(msg, sizeof msg, !ncoarse ? "--coarse-only %d needs --coarse (without a level those channels never move)"
